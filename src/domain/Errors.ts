@@ -1,0 +1,91 @@
+import { Schema } from "effect"
+import { ConversationId, RunId, ToolCallId } from "./Ids.js"
+
+/** The conversation already has an active run or compaction (HTTP 409 `conversation_busy`). */
+export class Conflict extends Schema.TaggedError<Conflict>()("Conflict", {
+  conversationId: ConversationId,
+  activity: Schema.Literal("run", "compaction"),
+  runId: Schema.optionalWith(RunId, { exact: true }),
+  message: Schema.String
+}) {}
+
+/** A user message arrived while tool calls wait for results (HTTP 409 `approval_pending`). */
+export class ApprovalPending extends Schema.TaggedError<ApprovalPending>()("ApprovalPending", {
+  conversationId: ConversationId,
+  toolCallIds: Schema.Array(ToolCallId),
+  message: Schema.String
+}) {}
+
+/** Tool results that do not answer exactly the pending calls (HTTP 400 `invalid_tool_call_ids`). */
+export class InvalidToolCallIds extends Schema.TaggedError<InvalidToolCallIds>()("InvalidToolCallIds", {
+  conversationId: ConversationId,
+  unknown: Schema.Array(ToolCallId),
+  missing: Schema.Array(ToolCallId),
+  message: Schema.String
+}) {}
+
+export class NotFound extends Schema.TaggedError<NotFound>()("NotFound", {
+  entity: Schema.Literal("conversation", "run", "message"),
+  id: Schema.String,
+  message: Schema.String
+}) {}
+
+/** A request the backend cannot accept as given (empty input, mixed input kinds…). */
+export class InvalidInput extends Schema.TaggedError<InvalidInput>()("InvalidInput", {
+  message: Schema.String
+}) {}
+
+/** The model returned neither text nor a tool call. */
+export class EmptyResponse extends Schema.TaggedError<EmptyResponse>()("EmptyResponse", {
+  message: Schema.String
+}) {}
+
+/** Bearer token missing or wrong (HTTP 401 `unauthorized`). */
+export class Unauthorized extends Schema.TaggedError<Unauthorized>()("Unauthorized", {
+  message: Schema.String
+}) {}
+
+export class StoreError extends Schema.TaggedError<StoreError>()("StoreError", {
+  reason: Schema.Literal("corrupt", "newer_schema", "read_only", "io", "closed"),
+  path: Schema.optionalWith(Schema.String, { exact: true }),
+  message: Schema.String
+}) {}
+
+/** A chunk whose seq is not exactly the next one of its run. */
+export class ChunkSeqError extends Schema.TaggedError<ChunkSeqError>()("ChunkSeqError", {
+  runId: RunId,
+  expected: Schema.Int,
+  got: Schema.Int,
+  message: Schema.String
+}) {}
+
+/** A tool path that resolves outside the workspace and every directory the rules grant. */
+export class PathOutsideWorkspace extends Schema.TaggedError<PathOutsideWorkspace>()("PathOutsideWorkspace", {
+  path: Schema.String,
+  workspace: Schema.String,
+  message: Schema.String
+}) {}
+
+/** A tool failed in a way the model should hear about (it becomes an `error` tool_return). */
+export class ToolError extends Schema.TaggedError<ToolError>()("ToolError", {
+  tool: Schema.String,
+  message: Schema.String
+}) {}
+
+/** A settings file or option that does not decode; `field` is the JSON path. */
+export class ConfigError extends Schema.TaggedError<ConfigError>()("ConfigError", {
+  source: Schema.String,
+  field: Schema.optionalWith(Schema.String, { exact: true }),
+  message: Schema.String
+}) {}
+
+export const BackendError = Schema.Union(
+  Conflict,
+  ApprovalPending,
+  InvalidToolCallIds,
+  NotFound,
+  InvalidInput,
+  StoreError,
+  Unauthorized
+)
+export type BackendError = typeof BackendError.Type

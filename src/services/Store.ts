@@ -1,0 +1,135 @@
+import { Context, type Effect, type Option, type Stream } from "effect"
+import type { Conversation, ConversationSettings, ConversationSettingsInput } from "../domain/Conversation.js"
+import type { ChunkSeqError, NotFound, StoreError } from "../domain/Errors.js"
+import type { Chunk, StopReasonValue, TaskEvent } from "../domain/Events.js"
+import type { ConversationId, MessageId, Otid, RunId } from "../domain/Ids.js"
+import type { ToolCall } from "../domain/Messages.js"
+
+/** A run's lifecycle. `running` left behind by a dead process is closed at start-up. */
+export type RunStatus = "running" | "completed" | "failed" | "cancelled"
+export type RunKind = "turn" | "compaction"
+
+export interface Run {
+  readonly id: RunId
+  readonly conversationId: ConversationId
+  readonly otid: Otid
+  readonly kind: RunKind
+  readonly status: RunStatus
+  readonly stopReason: StopReasonValue | undefined
+  /** The highest seq committed for this run (0 before the first chunk). */
+  readonly lastSeq: number
+  readonly createdAt: number
+  readonly updatedAt: number
+}
+
+/**
+ * One recorded item of a conversation: a message or an event (never a delta).
+ * `inContext`: the model sees it (messages of the current segment, carry-over, summaries).
+ * `inTrace`: the trace shows it (everything that really happened; not carry-over).
+ */
+export interface StoredItem {
+  readonly id: MessageId
+  readonly conversationId: ConversationId
+  /** Per-conversation, strictly increasing, contiguous from 1. */
+  readonly position: number
+  /** Trace segment: 1, then +1 at each successful compaction. */
+  readonly segment: number
+  readonly inContext: boolean
+  readonly inTrace: boolean
+  readonly item: TaskEvent
+  readonly createdAt: number
+}
+
+export interface NewItem {
+  readonly item: TaskEvent
+  /** Model context only (carry-over, the `[context_summary]` message): never shown as a real event. */
+  readonly contextOnly?: boolean
+}
+
+/**
+ * One logical write, committed in one transaction: all of it or none of it.
+ * Items are appended in order; chunks must continue their run's seq exactly.
+ */
+export interface Write {
+  readonly conversationId: ConversationId
+  readonly items?: ReadonlyArray<NewItem>
+  readonly chunks?: ReadonlyArray<Chunk>
+  /** Finish the run in the same transaction (e.g. with its stop_reason chunk). */
+  readonly finishRun?: {
+    readonly runId: RunId
+    readonly status: Exclude<RunStatus, "running">
+    readonly stopReason: StopReasonValue
+  }
+  /** Start a new trace segment before appending `items` (a successful compaction). */
+  readonly newSegment?: boolean
+}
+
+export interface Page<A> {
+  readonly items: ReadonlyArray<A>
+  /** Pass as `before` to get the next (older) page; absent on the last page. */
+  readonly next?: string
+}
+
+/** Chronological cursors: `before` always means older, `after` always newer (positions). */
+export interface ItemQuery {
+  readonly before?: number
+  readonly after?: number
+  readonly limit?: number
+}
+
+/**
+ * Where a conversation lives. Every method answers resume questions (pending approvals, backfill,
+ * run by otid, chunks after a seq) with index lookups, whatever the history length.
+ * Implementations: StoreSqlite (default, a file), StoreMemory (tests); one contract suite for both.
+ */
+export class Store extends Context.Tag("baton/Store")<Store, {
+  readonly createConversation: (
+    settings: ConversationSettingsInput,
+    options?: { readonly title?: string }
+  ) => Effect.Effect<Conversation, StoreError>
+  readonly getConversation: (id: ConversationId) => Effect.Effect<Conversation, NotFound | StoreError>
+  /** Newest (most recently updated) first. */
+  readonly listConversations: (options?: {
+    readonly limit?: number
+    readonly before?: string
+  }) => Effect.Effect<Page<Conversation>, StoreError>
+  readonly updateConversation: (
+    id: ConversationId,
+    patch: { readonly settings?: ConversationSettings; readonly title?: string }
+  ) => Effect.Effect<Conversation, NotFound | StoreError>
+  readonly deleteConversation: (id: ConversationId) => Effect.Effect<void, NotFound | StoreError>
+
+  readonly commit: (write: Write) => Effect.Effect<ReadonlyArray<StoredItem>, NotFound | ChunkSeqError | StoreError>
+  /** Recorded items (messages and events) in chronological order. */
+  readonly listItems: (id: ConversationId, query?: ItemQuery) => Effect.Effect<ReadonlyArray<StoredItem>, NotFound | StoreError>
+  readonly getItem: (id: MessageId) => Effect.Effect<StoredItem, NotFound | StoreError>
+  /** What the model sees next: the current segment's in-context items, in order. */
+  readonly modelContext: (id: ConversationId) => Effect.Effect<ReadonlyArray<StoredItem>, NotFound | StoreError>
+  readonly currentSegment: (id: ConversationId) => Effect.Effect<number, NotFound | StoreError>
+  /** One segment of the trace as JSONL, one TaskEvent per line (`trace_001.jsonl`). */
+  readonly exportSegment: (id: ConversationId, segment: number) => Effect.Effect<string, NotFound | StoreError>
+  /** Tool calls of the current context without a tool_return, in call order. */
+  readonly pendingApprovals: (id: ConversationId) => Effect.Effect<ReadonlyArray<ToolCall>, NotFound | StoreError>
+  /**
+   * What to show on resume: walking back to `primary` user/assistant/reasoning/summary messages
+   * (default 10), at most `cap` items (default 40), never starting with an orphan tool_return.
+   */
+  readonly backfill: (
+    id: ConversationId,
+    options?: { readonly primary?: number; readonly cap?: number }
+  ) => Effect.Effect<ReadonlyArray<StoredItem>, NotFound | StoreError>
+
+  /** Creates a run for this otid, or returns the one it already started (`created: false`). */
+  readonly createRun: (
+    id: ConversationId,
+    otid: Otid,
+    kind: RunKind
+  ) => Effect.Effect<{ readonly run: Run; readonly created: boolean }, NotFound | StoreError>
+  readonly getRun: (id: RunId) => Effect.Effect<Run, NotFound | StoreError>
+  readonly runByOtid: (id: ConversationId, otid: Otid) => Effect.Effect<Option.Option<Run>, StoreError>
+  readonly activeRun: (id: ConversationId) => Effect.Effect<Option.Option<Run>, StoreError>
+  /** Runs still `running` in any conversation (left by a process that died). */
+  readonly runningRuns: Effect.Effect<ReadonlyArray<Run>, StoreError>
+  /** Chunks with seq > after, in order; the stream ends at the last committed chunk. */
+  readonly readChunks: (runId: RunId, after: number) => Stream.Stream<Chunk, NotFound | StoreError>
+}>() {}

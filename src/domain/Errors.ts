@@ -40,6 +40,12 @@ export class EmptyResponse extends Schema.TaggedError<EmptyResponse>()("EmptyRes
   message: Schema.String
 }) {}
 
+/** A run's chunk stream ended without its stop_reason (a dropped connection to a remote backend). */
+export class StreamBroken extends Schema.TaggedError<StreamBroken>()("StreamBroken", {
+  runId: Schema.optionalWith(RunId, { exact: true }),
+  message: Schema.String
+}) {}
+
 /** Bearer token missing or wrong (HTTP 401 `unauthorized`). */
 export class Unauthorized extends Schema.TaggedError<Unauthorized>()("Unauthorized", {
   message: Schema.String
@@ -86,6 +92,7 @@ export const BackendError = Schema.Union(
   NotFound,
   InvalidInput,
   StoreError,
-  Unauthorized
+  Unauthorized,
+  StreamBroken
 )
 export type BackendError = typeof BackendError.Type

@@ -61,7 +61,8 @@ const reconnectTags: ReadonlySet<string> = new Set([
   "ProviderRateLimited",
   "ProviderServerError",
   "ProviderOverloaded",
-  "ProviderTransientQuota"
+  "ProviderTransientQuota",
+  "StreamBroken"
 ])
 
 export const categoryOf = (failure: Failure): Category => {

@@ -44,6 +44,8 @@ export interface NewItem {
   readonly item: TaskEvent
   /** Model context only (carry-over, the `[context_summary]` message): never shown as a real event. */
   readonly contextOnly?: boolean
+  /** Trace only: output that was shown but never reached the model context (a failed or cancelled request). */
+  readonly traceOnly?: boolean
 }
 
 /**

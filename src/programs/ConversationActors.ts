@@ -1,0 +1,169 @@
+import { Data, Deferred, Effect, Either, Fiber, Option, Ref, type Scope, Stream } from "effect"
+import type { BackendError } from "../domain/Errors.js"
+import { Conflict, InvalidInput } from "../domain/Errors.js"
+import type { Chunk } from "../domain/Events.js"
+import type { ConversationId, RunId } from "../domain/Ids.js"
+import { validateInput } from "../domain/InputValidation.js"
+import type { Budgets } from "../domain/Recovery.js"
+import type { CarryOver, SendInput } from "../services/Backend.js"
+import type { Provider } from "../services/Provider.js"
+import type { NewItem, Store } from "../services/Store.js"
+import { closeCalls } from "./CarryOver.js"
+import { type Job, type Jobs, makeJobs, skippableWait } from "./Jobs.js"
+import { followStored, makeRunFeed } from "./RunFeed.js"
+import { makeRunWriter, type RunWriter } from "./RunWriter.js"
+import { runTurn } from "./TurnRun.js"
+
+export interface Actors {
+  readonly send: (id: ConversationId, input: SendInput) => Stream.Stream<Chunk, BackendError>
+  readonly follow: (runId: RunId, after: number) => Stream.Stream<Chunk, BackendError>
+  readonly cancel: (id: ConversationId, carryOver?: CarryOver) => Effect.Effect<void, BackendError>
+  readonly skipReconnectWait: (id: ConversationId) => Effect.Effect<void>
+  /** Runs `job` as the conversation's one active job (compaction uses this too). */
+  readonly startJob: <E>(
+    id: ConversationId,
+    kind: Job["kind"],
+    admit: Effect.Effect<{ readonly runId: RunId; readonly lastSeq: number }, E>,
+    body: (writer: RunWriter, job: Pick<Job, "cancelRequested" | "skip">, onStopped: Effect.Effect<void>) => Effect.Effect<void, unknown>
+  ) => Effect.Effect<RunId, E | BackendError>
+  readonly jobs: Jobs
+}
+
+/**
+ * Conversation actors: at most one job per conversation, admitted under a short critical section,
+ * running in the backend's scope (not the caller's), so a reader that goes away stops nothing.
+ */
+export const makeActors = (deps: {
+  readonly store: Store["Type"]
+  readonly provider: Provider["Type"]
+  readonly budgets: Budgets
+}): Effect.Effect<Actors, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    const { store } = deps
+    const scope = yield* Effect.scope
+    const jobs = yield* makeJobs
+    // Admission is a few index lookups on one connection; one lock keeps it simple and race-free.
+    const admission = yield* Effect.makeSemaphore(1)
+
+    const busy = (id: ConversationId) =>
+      Effect.gen(function*() {
+        const job = yield* jobs.get(id)
+        if (Option.isSome(job)) {
+          return yield* new Conflict({
+            conversationId: id,
+            activity: job.value.kind,
+            runId: job.value.runId,
+            message: `conversation ${id} is busy with ${job.value.kind} ${job.value.runId}`
+          })
+        }
+        const active = yield* store.activeRun(id)
+        if (Option.isSome(active)) {
+          return yield* new Conflict({
+            conversationId: id,
+            activity: active.value.kind === "compaction" ? "compaction" : "run",
+            runId: active.value.id,
+            message: `conversation ${id} is busy with run ${active.value.id}`
+          })
+        }
+      })
+
+    const startJob: Actors["startJob"] = (id, kind, admit, body) =>
+      admission.withPermits(1)(
+        Effect.gen(function*() {
+          yield* busy(id)
+          const { lastSeq, runId } = yield* admit
+          const feed = yield* makeRunFeed(store, runId)
+          const writer = yield* makeRunWriter(store, feed, id, runId, lastSeq)
+          const cancelRequested = yield* Ref.make(false)
+          const skip = yield* Ref.make(yield* Deferred.make<void>())
+          const go = yield* Deferred.make<void>()
+          const onStopped = jobs.remove(id, runId)
+          const fiber = yield* Deferred.await(go).pipe(
+            Effect.zipRight(body(writer, { cancelRequested, skip }, onStopped)),
+            Effect.catchAllCause((cause) => Effect.logError(`${kind} ${runId} failed`, cause)),
+            Effect.ensuring(onStopped),
+            Effect.forkIn(scope)
+          )
+          yield* jobs.add({ conversationId: id, runId, kind, feed, fiber, cancelRequested, skip })
+          yield* Deferred.succeed(go, undefined)
+          return runId
+        })
+      )
+
+    const follow: Actors["follow"] = (runId, after) =>
+      Stream.unwrap(
+        Effect.map(jobs.byRun(runId), (job) => (Option.isSome(job) ? job.value.feed.follow(after) : followStored(store, runId, after)))
+      )
+
+    const send: Actors["send"] = (id, input) =>
+      Stream.unwrap(
+        Effect.gen(function*() {
+          const first = input.messages[0]
+          if (first === undefined) return yield* new InvalidInput({ message: "a run needs at least one input message" })
+          const existing = yield* store.runByOtid(id, first.otid)
+          if (Option.isSome(existing)) return follow(existing.value.id, 0)
+          const conversation = yield* store.getConversation(id)
+          const runId = yield* startJob(
+            id,
+            "run",
+            Effect.gen(function*() {
+              // A concurrent send with the same otid may have been admitted while we waited.
+              const again = yield* store.runByOtid(id, first.otid)
+              if (Option.isSome(again)) return yield* Effect.fail(new AlreadyStarted({ runId: again.value.id }))
+              const pending = yield* store.pendingApprovals(id)
+              const ordered = yield* Either.match(validateInput(id, input.messages, pending), {
+                onLeft: Effect.fail,
+                onRight: Effect.succeed
+              })
+              const { run } = yield* store.createRun(id, first.otid, "turn")
+              const events: ReadonlyArray<NewItem> = (input.events ?? []).map((item) => ({ item: { ...item, run_id: run.id } }))
+              yield* store.commit({
+                conversationId: id,
+                items: [...events, ...ordered.map((message): NewItem => ({ item: { ...message, run_id: run.id } }))]
+              }).pipe(Effect.catchTag("ChunkSeqError", Effect.die))
+              return { runId: run.id, lastSeq: run.lastSeq }
+            }),
+            (writer, job, onStopped) =>
+              runTurn({
+                store,
+                provider: deps.provider,
+                writer,
+                conversation,
+                thinking: input.thinking,
+                budgets: deps.budgets,
+                waitRetry: skippableWait(job.skip),
+                onStopped,
+                cancelRequested: Ref.get(job.cancelRequested)
+              })
+          ).pipe(Effect.catchTag("AlreadyStarted", (e) => Effect.succeed(e.runId)))
+          return follow(runId, 0)
+        })
+      )
+
+    const cancel: Actors["cancel"] = (id, carryOver) =>
+      Effect.gen(function*() {
+        const job = yield* jobs.get(id)
+        if (Option.isSome(job)) {
+          yield* Ref.set(job.value.cancelRequested, true)
+          yield* Fiber.interrupt(job.value.fiber)
+        }
+        yield* admission.withPermits(1)(
+          Effect.gen(function*() {
+            const pending = yield* store.pendingApprovals(id)
+            const items: ReadonlyArray<NewItem> = closeCalls(pending, carryOver)
+            if (items.length > 0) {
+              yield* store.commit({ conversationId: id, items }).pipe(Effect.catchTag("ChunkSeqError", Effect.die))
+            }
+          })
+        )
+      })
+
+    const skipReconnectWait: Actors["skipReconnectWait"] = (id) =>
+      Effect.flatMap(jobs.get(id), (job) =>
+        Option.isSome(job) ? Effect.flatMap(Ref.get(job.value.skip), (signal) => Deferred.succeed(signal, undefined)) : Effect.void)
+
+    return { send, follow, cancel, skipReconnectWait, startJob, jobs }
+  })
+
+/** Internal signal: the otid's run was admitted concurrently; follow it instead of starting one. */
+class AlreadyStarted extends Data.TaggedError("AlreadyStarted")<{ readonly runId: RunId }> {}

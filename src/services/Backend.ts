@@ -1,0 +1,82 @@
+import { Context, type Effect, type Stream } from "effect"
+import type { Conversation, ConversationSettings, ConversationSettingsInput } from "../domain/Conversation.js"
+import type { BackendError, NotFound, StoreError } from "../domain/Errors.js"
+import type { ApprovalDecision, Chunk, CompactionReason } from "../domain/Events.js"
+import type { ConversationId, RunId } from "../domain/Ids.js"
+import type { InputMessage, ToolCall, ToolReturn } from "../domain/Messages.js"
+import type { ThinkingLevel } from "../domain/ProviderEvent.js"
+import type { Page, StoredItem } from "./Store.js"
+
+/** What a client sends to start a run: only the new messages, never the history. */
+export interface SendInput {
+  /** New user text and/or the results of every pending tool call, each with its own otid. */
+  readonly messages: ReadonlyArray<InputMessage>
+  /** Client-side facts for the trace (approval decisions), recorded before the messages. */
+  readonly events?: ReadonlyArray<ApprovalDecision>
+  /** Thinking level for this run, kept across its reconnects. */
+  readonly thinking?: ThinkingLevel
+}
+
+/**
+ * What an interrupted (or abandoned) task leaves for the next one, stored as model context so it
+ * survives the process. `results` close the pending calls (finished ones real, unfinished ones
+ * `interrupted` placeholders, which stay out of the trace); `turnAborted` is the flattened partial
+ * turn (`[turn_aborted]…[/turn_aborted]`) when the model's output was incomplete.
+ */
+export interface CarryOver {
+  readonly results?: ReadonlyArray<ToolReturn>
+  readonly turnAborted?: string
+  readonly events?: ReadonlyArray<ApprovalDecision>
+  /** Record an `abort` event in the trace. */
+  readonly abort?: boolean
+}
+
+export type Compactability = "ok" | "unsupported" | "empty" | "just_compacted"
+
+/**
+ * Where conversation state and model calls live. `layerLocal` runs conversation actors in process
+ * over Store + Provider; `layerRemote` is an HTTP client of `baton serve`. One contract suite
+ * (test/support/backendContract.ts) runs against both, so the Session cannot tell them apart.
+ */
+export class Backend extends Context.Tag("baton/Backend")<Backend, {
+  readonly createConversation: (settings: ConversationSettingsInput, options?: { readonly title?: string }) => Effect.Effect<Conversation, BackendError>
+  readonly getConversation: (id: ConversationId) => Effect.Effect<Conversation, BackendError>
+  readonly listConversations: (options?: { readonly limit?: number; readonly before?: string }) => Effect.Effect<Page<Conversation>, BackendError>
+  readonly updateConversation: (
+    id: ConversationId,
+    patch: { readonly settings?: ConversationSettings; readonly title?: string }
+  ) => Effect.Effect<Conversation, BackendError>
+  /**
+   * Starts a run for `input` and streams its chunks until its stop_reason. Fails with Conflict while
+   * another run or a compaction is active, ApprovalPending for user text while calls wait for results,
+   * InvalidToolCallIds when results do not answer exactly the pending calls. An otid already used in
+   * this conversation starts nothing: the stream of the run it started is returned instead.
+   * The run belongs to the backend: a reader that stops does not stop it.
+   */
+  readonly send: (id: ConversationId, input: SendInput) => Stream.Stream<Chunk, BackendError>
+  /** Chunks with seq > after (from the store), then the live tail, ending with the stop_reason. */
+  readonly streamRun: (runId: RunId, options?: { readonly after?: number }) => Stream.Stream<Chunk, BackendError>
+  /**
+   * Interrupts the active run (it ends `cancelled`) and, once it has ended, records the carry-over.
+   * Safe when nothing runs: then it only records the carry-over. Pending calls not answered by the
+   * carry-over are closed as interrupted, so nothing stays pending after an interrupt.
+   */
+  readonly cancel: (id: ConversationId, carryOver?: CarryOver) => Effect.Effect<void, BackendError>
+  readonly pendingApprovals: (id: ConversationId) => Effect.Effect<ReadonlyArray<ToolCall>, BackendError>
+  /** Recorded messages and events, chronological; `before` means older, `after` newer. */
+  readonly history: (
+    id: ConversationId,
+    cursor?: { readonly before?: number; readonly after?: number; readonly limit?: number }
+  ) => Effect.Effect<ReadonlyArray<StoredItem>, BackendError>
+  /** The last few renderable messages, for a resumed screen. */
+  readonly backfill: (id: ConversationId) => Effect.Effect<ReadonlyArray<StoredItem>, BackendError>
+  /** Ends the current reconnect wait now; the retry count is unchanged. */
+  readonly skipReconnectWait: (id: ConversationId) => Effect.Effect<void, BackendError>
+  /** Runs a compaction as the conversation's one active job, streaming its chunks. */
+  readonly compact: (id: ConversationId, reason: CompactionReason) => Stream.Stream<Chunk, BackendError>
+  readonly compactability: (id: ConversationId) => Effect.Effect<Compactability, BackendError>
+  /** A one-shot model call (no tools, no system prompt, not in history) stored as the title. */
+  readonly generateTitle: (id: ConversationId) => Effect.Effect<string, BackendError>
+  /** One trace segment as JSONL. */
+  readonly exportTrace: (id: ConversationId, segment: number) => Effect.Effect<string, NotFound | StoreError | BackendError>
+}>() {}

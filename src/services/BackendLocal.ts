@@ -1,0 +1,46 @@
+import { Effect, Layer, Stream } from "effect"
+import { InvalidInput } from "../domain/Errors.js"
+import { type Budgets, turnBudgets } from "../domain/Recovery.js"
+import { makeActors } from "../programs/ConversationActors.js"
+import { closeDeadRun } from "../programs/CloseDeadRuns.js"
+import { Backend } from "./Backend.js"
+import { Provider } from "./Provider.js"
+import { Store } from "./Store.js"
+
+const notYet = (what: string) => new InvalidInput({ message: `${what} is not available in this backend yet` })
+
+/**
+ * The in-process backend: conversation actors over Store + Provider. At start-up, runs left
+ * `running` by a process that died are closed as failed, so no conversation stays stuck busy.
+ */
+export const makeBackendLocal = (options?: { readonly budgets?: Budgets }) =>
+  Effect.gen(function*() {
+    const store = yield* Store
+    const provider = yield* Provider
+    for (const run of yield* store.runningRuns) {
+      yield* closeDeadRun(store, run).pipe(
+        Effect.catchAllCause((cause) => Effect.logWarning(`could not close dead run ${run.id}`, cause))
+      )
+    }
+    const actors = yield* makeActors({ store, provider, budgets: options?.budgets ?? turnBudgets })
+    return Backend.of({
+      createConversation: (settings, opts) => store.createConversation(settings, opts),
+      getConversation: (id) => store.getConversation(id),
+      listConversations: (opts) => store.listConversations(opts),
+      updateConversation: (id, patch) => store.updateConversation(id, patch),
+      send: actors.send,
+      streamRun: (runId, opts) =>
+        Stream.unwrap(Effect.as(store.getRun(runId), actors.follow(runId, opts?.after ?? 0))),
+      cancel: actors.cancel,
+      pendingApprovals: (id) => store.pendingApprovals(id),
+      history: (id, cursor) => store.listItems(id, cursor),
+      backfill: (id) => store.backfill(id),
+      skipReconnectWait: actors.skipReconnectWait,
+      compact: () => Stream.fail(notYet("compaction")),
+      compactability: () => Effect.succeed("unsupported"),
+      generateTitle: () => Effect.fail(notYet("title generation")),
+      exportTrace: (id, segment) => store.exportSegment(id, segment)
+    })
+  })
+
+export const layerLocal = (options?: { readonly budgets?: Budgets }) => Layer.scoped(Backend, makeBackendLocal(options))

@@ -1,5 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import type { TaskEvent } from "../src/domain/Events.js"
+import { ToolCallId } from "../src/domain/Ids.js"
 import type { ProviderEvent } from "../src/domain/ProviderEvent.js"
 import { emptyAssembly, end, partial, step } from "../src/domain/RunAssembler.js"
 
@@ -76,7 +77,7 @@ describe("RunAssembler", () => {
       { _tag: "ToolCallEnd", id: "d", name: "NoSuchTool", arguments: "{not json" },
       { _tag: "Finish", reason: "tool_calls" }
     ])
-    assert.deepStrictEqual(out[1], { type: "tool_call", tool_call_id: "d", name: "NoSuchTool", arguments: "{not json" })
+    assert.deepStrictEqual(out[1], { type: "tool_call", tool_call_id: ToolCallId.make("d"), name: "NoSuchTool", arguments: "{not json" })
   })
 
   it("no text and no call is an empty response; length is max_tokens", () => {

@@ -46,6 +46,12 @@ export class StreamBroken extends Schema.TaggedError<StreamBroken>()("StreamBrok
   message: Schema.String
 }) {}
 
+/** A one-shot model call (a title) failed; `tag` is the provider error's. */
+export class ModelCallFailed extends Schema.TaggedError<ModelCallFailed>()("ModelCallFailed", {
+  tag: Schema.String,
+  message: Schema.String
+}) {}
+
 /** Bearer token missing or wrong (HTTP 401 `unauthorized`). */
 export class Unauthorized extends Schema.TaggedError<Unauthorized>()("Unauthorized", {
   message: Schema.String
@@ -93,6 +99,7 @@ export const BackendError = Schema.Union(
   InvalidInput,
   StoreError,
   Unauthorized,
-  StreamBroken
+  StreamBroken,
+  ModelCallFailed
 )
 export type BackendError = typeof BackendError.Type

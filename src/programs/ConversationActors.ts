@@ -1,8 +1,8 @@
 import { Data, Deferred, Effect, Either, Fiber, Option, Ref, type Scope, Stream } from "effect"
 import type { BackendError } from "../domain/Errors.js"
 import { Conflict, InvalidInput } from "../domain/Errors.js"
-import type { Chunk } from "../domain/Events.js"
-import type { ConversationId, RunId } from "../domain/Ids.js"
+import type { Chunk, CompactionReason } from "../domain/Events.js"
+import { type ConversationId, Otid, type RunId } from "../domain/Ids.js"
 import { validateInput } from "../domain/InputValidation.js"
 import type { Budgets } from "../domain/Recovery.js"
 import type { CarryOver, SendInput } from "../services/Backend.js"
@@ -12,6 +12,7 @@ import { closeCalls } from "./CarryOver.js"
 import { type Job, type Jobs, makeJobs, skippableWait } from "./Jobs.js"
 import { followStored, makeRunFeed } from "./RunFeed.js"
 import { makeRunWriter, type RunWriter } from "./RunWriter.js"
+import { runCompaction } from "./CompactionRun.js"
 import { runTurn } from "./TurnRun.js"
 
 export interface Actors {
@@ -19,6 +20,8 @@ export interface Actors {
   readonly follow: (runId: RunId, after: number) => Stream.Stream<Chunk, BackendError>
   readonly cancel: (id: ConversationId, carryOver?: CarryOver) => Effect.Effect<void, BackendError>
   readonly skipReconnectWait: (id: ConversationId) => Effect.Effect<void>
+  /** A compaction as the conversation's one active job; its stream ends with a stop_reason. */
+  readonly compact: (id: ConversationId, reason: CompactionReason) => Stream.Stream<Chunk, BackendError>
   /** Runs `job` as the conversation's one active job (compaction uses this too). */
   readonly startJob: <E>(
     id: ConversationId,
@@ -133,7 +136,9 @@ export const makeActors = (deps: {
                 budgets: deps.budgets,
                 waitRetry: skippableWait(job.skip),
                 onStopped,
-                cancelRequested: Ref.get(job.cancelRequested)
+                cancelRequested: Ref.get(job.cancelRequested),
+                compact: (reason) =>
+                  runCompaction({ store, provider: deps.provider, writer, conversation, reason, waitRetry: skippableWait(job.skip) })
               })
           ).pipe(Effect.catchTag("AlreadyStarted", (e) => Effect.succeed(e.runId)))
           return follow(runId, 0)
@@ -162,7 +167,27 @@ export const makeActors = (deps: {
       Effect.flatMap(jobs.get(id), (job) =>
         Option.isSome(job) ? Effect.flatMap(Ref.get(job.value.skip), (signal) => Deferred.succeed(signal, undefined)) : Effect.void)
 
-    return { send, follow, cancel, skipReconnectWait, startJob, jobs }
+    const compact: Actors["compact"] = (id, reason) =>
+      Stream.unwrap(
+        Effect.gen(function*() {
+          const conversation = yield* store.getConversation(id)
+          const runId = yield* startJob(
+            id,
+            "compaction",
+            Effect.map(store.createRun(id, Otid.make(`compaction-${crypto.randomUUID()}`), "compaction"), ({ run }) => ({ runId: run.id, lastSeq: run.lastSeq })),
+            (writer, job, onStopped) =>
+              Effect.gen(function*() {
+                const outcome = yield* runCompaction({ store, provider: deps.provider, writer, conversation, reason, waitRetry: skippableWait(job.skip) })
+                yield* writer.emit([{ event: { type: "stop_reason", reason: outcome === "ok" ? "end_turn" : "error" }, record: "item" }], {
+                  finish: { status: outcome === "ok" ? "completed" : "failed", stopReason: outcome === "ok" ? "end_turn" : "error", onCommitted: onStopped }
+                })
+              })
+          )
+          return follow(runId, 0)
+        })
+      )
+
+    return { send, follow, cancel, skipReconnectWait, startJob, jobs, compact }
   })
 
 /** Internal signal: the otid's run was admitted concurrently; follow it instead of starting one. */

@@ -35,6 +35,8 @@ export interface RunWriter {
       /** History items committed after them (e.g. context-only text that is not a chunk). */
       readonly after?: ReadonlyArray<NewItem>
       readonly finish?: Finish
+      /** Start a new trace segment before these items (a successful compaction). */
+      readonly newSegment?: boolean
     }
   ) => Effect.Effect<ReadonlyArray<Chunk>, WriteError>
 }
@@ -61,6 +63,7 @@ export const makeRunWriter = (
           conversationId,
           chunks,
           items: [...(options?.before ?? []), ...items, ...(options?.after ?? [])],
+          ...(options?.newSegment === true ? { newSegment: true } : {}),
           ...(options?.finish !== undefined
             ? { finishRun: { runId, status: options.finish.status, stopReason: options.finish.stopReason } }
             : {})

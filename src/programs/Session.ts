@@ -9,7 +9,7 @@ import type { UserMessage } from "../domain/Messages.js"
 import { parseRules } from "../domain/Permissions.js"
 import type { ThinkingLevel } from "../domain/ProviderEvent.js"
 import { DEFAULT_MAX_TURNS, emptyRules, type PermissionRules } from "../domain/Settings.js"
-import { Backend } from "../services/Backend.js"
+import { Backend, type Compactability } from "../services/Backend.js"
 import type { StoredItem } from "../services/Store.js"
 import { realpathLongestPrefix } from "../services/RealPath.js"
 import { ToolExecutor } from "../services/ToolExecutor.js"
@@ -51,6 +51,11 @@ export interface Session {
   /** The last few messages, for a resumed screen. */
   readonly backfill: Effect.Effect<ReadonlyArray<StoredItem>, SessionError>
   readonly isRunning: Effect.Effect<boolean>
+  /** Manual compaction (`/compact`): the conversation's one active job while it runs. */
+  readonly compact: Stream.Stream<TaskEvent, SessionError>
+  readonly compactability: Effect.Effect<Compactability, SessionError>
+  /** A one-shot title for the conversation (not in its history). */
+  readonly generateTitle: Effect.Effect<string, SessionError>
 }
 
 const newOtid = Effect.sync(() => Otid.make(crypto.randomUUID()))
@@ -141,6 +146,9 @@ export const open = (config: SessionConfig = {}): Effect.Effect<Session, Backend
       interrupt: Effect.flatMap(Ref.get(current), Option.match({ onNone: () => Effect.void, onSome: (fiber) => Effect.asVoid(Fiber.interrupt(fiber)) })),
       skipReconnectWait: backend.skipReconnectWait(conversation.id),
       backfill: backend.backfill(conversation.id),
-      isRunning: Effect.map(Ref.get(current), Option.isSome)
+      isRunning: Effect.map(Ref.get(current), Option.isSome),
+      compact: backend.compact(conversation.id, "manual"),
+      compactability: backend.compactability(conversation.id),
+      generateTitle: backend.generateTitle(conversation.id)
     } satisfies Session
   })

@@ -1,7 +1,7 @@
-import { Effect, Either, Ref, Stream } from "effect"
+import { Effect, Either, Option, Ref, Stream } from "effect"
 import type { Conversation } from "../domain/Conversation.js"
 import { EmptyResponse } from "../domain/Errors.js"
-import type { ErrorInfo, StopReasonValue, TaskEvent } from "../domain/Events.js"
+import type { CompactionReason, ErrorInfo, StopReasonValue, TaskEvent } from "../domain/Events.js"
 import { Otid } from "../domain/Ids.js"
 import type { Message, ToolCall, UserMessage } from "../domain/Messages.js"
 import type { ThinkingLevel } from "../domain/ProviderEvent.js"
@@ -10,6 +10,8 @@ import { type Assembly, emptyAssembly, end, partial, step } from "../domain/RunA
 import { turnRetriedText } from "../domain/Tags.js"
 import type { Provider } from "../services/Provider.js"
 import type { NewItem, Store } from "../services/Store.js"
+import type { CompactionOutcome } from "./CompactionRun.js"
+import { compactionTrigger } from "./CompactionTrigger.js"
 import type { RunWriter, WriteError } from "./RunWriter.js"
 
 export interface TurnContext {
@@ -25,6 +27,8 @@ export interface TurnContext {
   readonly onStopped: Effect.Effect<void>
   /** True when an interrupt is a user's cancel (recorded) rather than a shutdown (left for the start-up rule). */
   readonly cancelRequested: Effect.Effect<boolean>
+  /** Compacts the conversation inside this run (same writer, same stream). */
+  readonly compact: (reason: CompactionReason) => Effect.Effect<CompactionOutcome, WriteError>
 }
 
 interface TurnState {
@@ -136,6 +140,8 @@ export const runTurn = (ctx: TurnContext): Effect.Effect<void, WriteError> =>
     const body = Effect.gen(function*() {
       let attempts: Attempts = noAttempts
       let reminder = false
+      const trigger = yield* compactionTrigger(ctx.store, ctx.conversation)
+      if (Option.isSome(trigger)) yield* ctx.compact(trigger.value)
       for (let attempt = 0;; attempt++) {
         const streamed = yield* attemptOnce(attempt, reminder)
         let failure: Failure & { readonly message?: string }
@@ -164,6 +170,15 @@ export const runTurn = (ctx: TurnContext): Effect.Effect<void, WriteError> =>
         const calls = s.shown.filter((m) => m.type === "tool_call")
         const others = s.shown.filter((m) => m.type !== "tool_call")
         const info = errorInfo(failure)
+        if (next.decision._tag === "CompactThenRetry") {
+          yield* writer.emit([{ event: { type: "request_end", status: "retrying", attempt, retry_in_ms: 0, error: info }, record: "item" }], {
+            before: traceOnly(others)
+          })
+          yield* Ref.update(state, (current) => ({ ...current, inRequest: false, carried: [...current.carried, ...calls] }))
+          yield* ctx.compact("overflow")
+          reminder = false
+          continue
+        }
         if (next.decision._tag !== "Retry") {
           const status = next.decision._tag === "Fail" && next.decision.status === "auth" ? "auth" : "failed"
           return yield* stop(

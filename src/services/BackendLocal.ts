@@ -1,13 +1,12 @@
-import { Effect, Layer, Stream } from "effect"
-import { InvalidInput } from "../domain/Errors.js"
+import { Effect, Layer, Option, Stream } from "effect"
 import { type Budgets, turnBudgets } from "../domain/Recovery.js"
 import { makeActors } from "../programs/ConversationActors.js"
 import { closeDeadRun } from "../programs/CloseDeadRuns.js"
+import { compactability } from "../programs/CompactionTrigger.js"
+import { generateTitle } from "../programs/Title.js"
 import { Backend } from "./Backend.js"
 import { Provider } from "./Provider.js"
 import { Store } from "./Store.js"
-
-const notYet = (what: string) => new InvalidInput({ message: `${what} is not available in this backend yet` })
 
 /**
  * The in-process backend: conversation actors over Store + Provider. At start-up, runs left
@@ -36,9 +35,14 @@ export const makeBackendLocal = (options?: { readonly budgets?: Budgets }) =>
       history: (id, cursor) => store.listItems(id, cursor),
       backfill: (id) => store.backfill(id),
       skipReconnectWait: actors.skipReconnectWait,
-      compact: () => Stream.fail(notYet("compaction")),
-      compactability: () => Effect.succeed("unsupported"),
-      generateTitle: () => Effect.fail(notYet("title generation")),
+      compact: actors.compact,
+      compactability: (id) =>
+        Effect.gen(function*() {
+          const conversation = yield* store.getConversation(id)
+          const busy = Option.isSome(yield* actors.jobs.get(id)) || Option.isSome(yield* store.activeRun(id))
+          return yield* compactability(store, conversation, busy)
+        }),
+      generateTitle: (id) => generateTitle(store, provider, id),
       exportTrace: (id, segment) => store.exportSegment(id, segment)
     })
   })

@@ -108,6 +108,8 @@ export class Store extends Context.Tag("baton/Store")<Store, {
   /** What the model sees next: the current segment's in-context items, in order. */
   readonly modelContext: (id: ConversationId) => Effect.Effect<ReadonlyArray<StoredItem>, NotFound | StoreError>
   readonly currentSegment: (id: ConversationId) => Effect.Effect<number, NotFound | StoreError>
+  /** Every item (context and trace) of one segment, in order: what compaction planning reads. */
+  readonly segmentItems: (id: ConversationId, segment: number) => Effect.Effect<ReadonlyArray<StoredItem>, NotFound | StoreError>
   /** One segment of the trace as JSONL, one TaskEvent per line (`trace_001.jsonl`). */
   readonly exportSegment: (id: ConversationId, segment: number) => Effect.Effect<string, NotFound | StoreError>
   /** Tool calls of the current context without a tool_return, in call order. */

@@ -1,0 +1,273 @@
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Either, Fiber, type Layer, Option, Stream, TestClock } from "effect"
+import type { Chunk } from "../../src/domain/Events.js"
+import * as PE from "../../src/domain/ProviderError.js"
+import { Backend } from "../../src/services/Backend.js"
+import { ProviderScript, type ScriptEntry, Turn } from "../../src/services/ProviderScripted.js"
+import { awaitSleeps, collect, eventually, input, toolResult, types, user } from "./testing.js"
+
+/** Builds a fresh Backend (and the scripted model behind it) for one test. */
+export type MakeBackend = (script: ReadonlyArray<ScriptEntry>) => Layer.Layer<Backend | ProviderScript, unknown>
+
+const settings = { system_prompt: "be brief", tools: [{ name: "Read", description: "read", parameters: { type: "object" } }] }
+
+const timeout = new PE.ProviderTimeout({ phase: "stall", afterMs: 1000, message: "no event for 1 s" })
+const down = new PE.ProviderServerError({ status: 503, message: "service unavailable" })
+
+const textOf = (chunks: ReadonlyArray<Chunk>) =>
+  chunks.flatMap((c) => (c.type === "assistant_message" ? [c.content] : [])).join("")
+
+/**
+ * The Backend contract: every backend (in-process, remote over HTTP) must pass all of it, so the
+ * Session cannot tell them apart.
+ */
+export const backendContract = (name: string, make: MakeBackend) =>
+  describe(`Backend contract: ${name}`, () => {
+    const withBackend = <A, E>(script: ReadonlyArray<ScriptEntry>, body: (backend: Backend["Type"]) => Effect.Effect<A, E, Backend | ProviderScript>) =>
+      Effect.flatMap(Backend, body).pipe(Effect.provide(make(script)))
+
+    it.effect("plain answer: numbered chunks in order, one stop_reason", () =>
+      withBackend([Turn.text(["Hel", "lo"])], (backend) =>
+        Effect.gen(function*() {
+          const conv = yield* backend.createConversation(settings)
+          const chunks = yield* collect(backend.send(conv.id, input(user("hi"))))
+          assert.deepStrictEqual(types(chunks), [
+            "request_begin", "text_delta", "text_delta", "assistant_message", "token_usage", "request_end", "stop_reason"
+          ])
+          assert.deepStrictEqual(chunks.map((c) => c.seq), [1, 2, 3, 4, 5, 6, 7])
+          assert.isTrue(chunks.every((c) => c.run_id === chunks[0]!.run_id))
+          assert.strictEqual(textOf(chunks), "Hello")
+          const end = chunks.at(-2)!
+          assert.deepStrictEqual(end.type === "request_end" && end.status, "ok")
+          const stop = chunks.at(-1)!
+          assert.deepStrictEqual(stop.type === "stop_reason" && stop.reason, "end_turn")
+        })))
+
+    it.effect("two parallel tool calls → requires_approval; results → next run → answer", () =>
+      withBackend([Turn.toolCalls([{ id: "c1", name: "Read", args: { file_path: "a" } }, { id: "c2", name: "Read", args: { file_path: "b" } }]), Turn.text("done")], (backend) =>
+        Effect.gen(function*() {
+          const script = yield* ProviderScript
+          const conv = yield* backend.createConversation(settings)
+          const first = yield* collect(backend.send(conv.id, input(user("read both"))))
+          assert.deepStrictEqual(first.flatMap((c) => (c.type === "tool_call" ? [String(c.tool_call_id)] : [])), ["c1", "c2"])
+          const stop = first.at(-1)!
+          assert.strictEqual(stop.type === "stop_reason" && stop.reason, "requires_approval")
+          assert.deepStrictEqual((yield* backend.pendingApprovals(conv.id)).map((c) => c.tool_call_id), ["c1", "c2"])
+          const second = yield* collect(backend.send(conv.id, input(toolResult("c2", "B"), toolResult("c1", "A"))))
+          assert.strictEqual(textOf(second), "done")
+          assert.deepStrictEqual(yield* backend.pendingApprovals(conv.id), [])
+          const requests = yield* script.requests
+          const history = requests[1]!.history
+          // results reach the model in call order, right after their calls
+          assert.deepStrictEqual(history.map((m) => m.type), ["user_message", "tool_call", "tool_call", "tool_return", "tool_return"])
+          assert.deepStrictEqual(history.slice(3).map((m) => m.type === "tool_return" && m.content), ["A", "B"])
+        })))
+
+    it.effect("timeout after partial text: retry after exactly 250 ms with [turn_retried], no tool re-run", () =>
+      withBackend([Turn.fail(timeout, { text: "I will rea", toolCalls: [{ id: "c1", name: "Read" }] }), Turn.text("d the file")], (backend) =>
+        Effect.gen(function*() {
+          const script = yield* ProviderScript
+          const conv = yield* backend.createConversation(settings)
+          const fiber = yield* Effect.fork(collect(backend.send(conv.id, input(user("go")))))
+          yield* awaitSleeps()
+          yield* TestClock.adjust(249)
+          assert.strictEqual((yield* script.requests).length, 1)
+          yield* TestClock.adjust(1)
+          const chunks = yield* Fiber.join(fiber)
+          assert.deepStrictEqual(types(chunks).filter((t) => !t.endsWith("_delta")), [
+            "request_begin", "tool_call", "request_end", "turn_retried", "request_begin", "assistant_message", "token_usage", "request_end", "stop_reason"
+          ])
+          const retrying = chunks.find((c) => c.type === "request_end")!
+          assert.deepStrictEqual(retrying.type === "request_end" && [retrying.status, retrying.retry_in_ms, retrying.error?.tag], ["retrying", 250, "ProviderTimeout"])
+          const retry = (yield* script.requests)[1]!
+          const block = retry.history.at(-1)!
+          assert.strictEqual(block.type, "user_message")
+          assert.match(block.type === "user_message" ? block.content : "", /^\[turn_retried\][\s\S]*I will rea[\s\S]*c1[\s\S]*\[\/turn_retried\]$/)
+          // the call from the failed attempt stands (it is not re-issued) and waits for its result
+          assert.deepStrictEqual((yield* backend.pendingApprovals(conv.id)).map((c) => c.tool_call_id), ["c1"])
+          const stop = chunks.at(-1)!
+          assert.strictEqual(stop.type === "stop_reason" && stop.reason, "requires_approval")
+        })))
+
+    it.effect("five failures then success: waits 250+500+1000+2000+4000 ms", () =>
+      withBackend([...Array.from({ length: 5 }, () => Turn.fail(down)), Turn.text("finally")], (backend) =>
+        Effect.gen(function*() {
+          const script = yield* ProviderScript
+          const conv = yield* backend.createConversation(settings)
+          const fiber = yield* Effect.fork(collect(backend.send(conv.id, input(user("go")))))
+          for (const [i, wait] of [250, 500, 1000, 2000, 4000].entries()) {
+            yield* awaitSleeps()
+            yield* TestClock.adjust(wait - 1)
+            assert.strictEqual((yield* script.requests).length, i + 1)
+            yield* TestClock.adjust(1)
+            yield* script.awaitRequests(i + 2)
+          }
+          const chunks = yield* Fiber.join(fiber)
+          assert.strictEqual(textOf(chunks), "finally")
+          assert.deepStrictEqual(chunks.filter((c) => c.type === "request_end").map((c) => c.type === "request_end" && c.retry_in_ms), [250, 500, 1000, 2000, 4000, undefined])
+        })))
+
+    it.effect("six failures → request_end{failed}, stop_reason error", () =>
+      withBackend(Array.from({ length: 6 }, () => Turn.fail(down)), (backend) =>
+        Effect.gen(function*() {
+          const conv = yield* backend.createConversation(settings)
+          const fiber = yield* Effect.fork(collect(backend.send(conv.id, input(user("go")))))
+          for (let i = 0; i < 5; i++) {
+            yield* awaitSleeps()
+            yield* TestClock.adjust(30_000)
+          }
+          const chunks = yield* Fiber.join(fiber)
+          const ends = chunks.filter((c) => c.type === "request_end").map((c) => c.type === "request_end" && c.status)
+          assert.deepStrictEqual(ends, ["retrying", "retrying", "retrying", "retrying", "retrying", "failed"])
+          const stop = chunks.at(-1)!
+          assert.deepStrictEqual(stop.type === "stop_reason" && [stop.reason, stop.error?.tag], ["error", "ProviderServerError"])
+          // the conversation is free again
+          const next = yield* Effect.either(collect(backend.send(conv.id, input(user("again")))))
+          assert.isTrue(Either.isLeft(next) ? next.left._tag !== "Conflict" : true)
+        })))
+
+    it.effect("429 with retry-after 2 s waits 2 s", () =>
+      withBackend([Turn.fail(new PE.ProviderRateLimited({ retryAfterMs: 2000, message: "slow down" })), Turn.text("ok")], (backend) =>
+        Effect.gen(function*() {
+          const script = yield* ProviderScript
+          const conv = yield* backend.createConversation(settings)
+          const fiber = yield* Effect.fork(collect(backend.send(conv.id, input(user("go")))))
+          yield* awaitSleeps()
+          yield* TestClock.adjust(1999)
+          assert.strictEqual((yield* script.requests).length, 1)
+          yield* TestClock.adjust(1)
+          const chunks = yield* Fiber.join(fiber)
+          const first = chunks.find((c) => c.type === "request_end")!
+          assert.strictEqual(first.type === "request_end" && first.retry_in_ms, 2000)
+        })))
+
+    it.effect("401 → auth after one request, never retried", () =>
+      withBackend([Turn.fail(new PE.ProviderAuth({ status: 401, message: "invalid x-api-key" }))], (backend) =>
+        Effect.gen(function*() {
+          const script = yield* ProviderScript
+          const conv = yield* backend.createConversation(settings)
+          const chunks = yield* collect(backend.send(conv.id, input(user("go"))))
+          assert.deepStrictEqual(types(chunks), ["request_begin", "request_end", "stop_reason"])
+          const [, end, stop] = chunks
+          assert.strictEqual(end!.type === "request_end" && end!.status, "auth")
+          assert.strictEqual(stop!.type === "stop_reason" && stop!.reason, "auth")
+          assert.strictEqual((yield* script.requests).length, 1)
+        })))
+
+    it.effect("skipReconnectWait ends the wait now; the count is unchanged", () =>
+      withBackend([Turn.fail(down), Turn.fail(down), Turn.text("ok")], (backend) =>
+        Effect.gen(function*() {
+          const script = yield* ProviderScript
+          const conv = yield* backend.createConversation(settings)
+          const fiber = yield* Effect.fork(collect(backend.send(conv.id, input(user("go")))))
+          yield* awaitSleeps()
+          yield* backend.skipReconnectWait(conv.id)
+          yield* script.awaitRequests(2)
+          yield* awaitSleeps()
+          yield* backend.skipReconnectWait(conv.id)
+          const chunks = yield* Fiber.join(fiber)
+          // the second wait is still the second step of the ladder
+          assert.deepStrictEqual(chunks.filter((c) => c.type === "request_end").map((c) => c.type === "request_end" && c.retry_in_ms), [250, 500, undefined])
+        })))
+
+    it.effect("cancel mid-stream: request_end{cancelled}, stop_reason cancelled, the text so far stays in the trace", () =>
+      withBackend([Turn.stall({ text: "half an ans" })], (backend) =>
+        Effect.gen(function*() {
+          const conv = yield* backend.createConversation(settings)
+          const seen: Array<Chunk> = []
+          const fiber = yield* Effect.fork(Stream.runForEach(backend.send(conv.id, input(user("go"))), (c) => Effect.sync(() => seen.push(c))))
+          yield* eventually(Effect.sync(() => seen.some((c) => c.type === "text_delta")), "a text delta")
+          yield* backend.cancel(conv.id)
+          yield* Fiber.join(fiber)
+          assert.deepStrictEqual(types(seen).slice(-2), ["request_end", "stop_reason"])
+          const stop = seen.at(-1)!
+          assert.strictEqual(stop.type === "stop_reason" && stop.reason, "cancelled")
+          const history = yield* backend.history(conv.id)
+          assert.isTrue(history.some((h) => h.item.type === "assistant_message" && h.item.content === "half an ans" && !h.inContext))
+        })))
+
+    it.effect("the run belongs to the backend: a reader that stops after 3 chunks loses nothing", () =>
+      withBackend([Turn.text(["a", "b", "c", "d", "e"])], (backend) =>
+        Effect.gen(function*() {
+          const conv = yield* backend.createConversation(settings)
+          const head = yield* collect(backend.send(conv.id, input(user("go"))).pipe(Stream.take(3)))
+          assert.deepStrictEqual(head.map((c) => c.seq), [1, 2, 3])
+          const rest = yield* collect(backend.streamRun(head[0]!.run_id, { after: 3 }))
+          assert.deepStrictEqual(rest.map((c) => c.seq), Array.from({ length: rest.length }, (_, i) => i + 4))
+          assert.strictEqual(rest.at(-1)!.type, "stop_reason")
+          assert.strictEqual(textOf(rest), "abcde")
+        })))
+
+    it.effect("sending an otid again starts nothing: the same run's stream comes back", () =>
+      withBackend([Turn.text("once")], (backend) =>
+        Effect.gen(function*() {
+          const script = yield* ProviderScript
+          const conv = yield* backend.createConversation(settings)
+          const message = user("hello")
+          const first = yield* collect(backend.send(conv.id, input(message)))
+          const again = yield* collect(backend.send(conv.id, input(message)))
+          assert.deepStrictEqual(again, first)
+          assert.strictEqual((yield* script.requests).length, 1)
+        })))
+
+    it.effect("a second send while a run is active → Conflict with the active run id", () =>
+      withBackend([Turn.stall({ text: "thinking" })], (backend) =>
+        Effect.gen(function*() {
+          const conv = yield* backend.createConversation(settings)
+          const head = yield* collect(backend.send(conv.id, input(user("one"))).pipe(Stream.take(1)))
+          const second = yield* Effect.either(collect(backend.send(conv.id, input(user("two")))))
+          assert.isTrue(Either.isLeft(second))
+          if (Either.isLeft(second)) {
+            assert.strictEqual(second.left._tag, "Conflict")
+            assert.strictEqual(second.left._tag === "Conflict" && second.left.runId, head[0]!.run_id)
+          }
+          yield* backend.cancel(conv.id)
+        })))
+
+    it.effect("user text while calls are pending → ApprovalPending with the ids; wrong result ids → InvalidToolCallIds", () =>
+      withBackend([Turn.toolCalls([{ id: "c1", name: "Read" }, { id: "c2", name: "Read" }])], (backend) =>
+        Effect.gen(function*() {
+          const conv = yield* backend.createConversation(settings)
+          yield* collect(backend.send(conv.id, input(user("go"))))
+          const pending = yield* Effect.either(collect(backend.send(conv.id, input(user("hello?")))))
+          assert.isTrue(Either.isLeft(pending) && pending.left._tag === "ApprovalPending")
+          if (Either.isLeft(pending) && pending.left._tag === "ApprovalPending") assert.deepStrictEqual(pending.left.toolCallIds.map(String), ["c1", "c2"])
+          const wrong = yield* Effect.either(collect(backend.send(conv.id, input(toolResult("c1"), toolResult("zz")))))
+          assert.isTrue(Either.isLeft(wrong) && wrong.left._tag === "InvalidToolCallIds")
+          if (Either.isLeft(wrong) && wrong.left._tag === "InvalidToolCallIds") {
+            assert.deepStrictEqual([wrong.left.unknown.map(String), wrong.left.missing.map(String)], [["zz"], ["c2"]])
+          }
+          assert.deepStrictEqual((yield* backend.pendingApprovals(conv.id)).length, 2)
+        })))
+
+    it.effect("cancel with carry-over closes every pending call exactly once", () =>
+      withBackend([Turn.toolCalls([{ id: "c1", name: "Read" }, { id: "c2", name: "Bash" }]), Turn.text("ok")], (backend) =>
+        Effect.gen(function*() {
+          const script = yield* ProviderScript
+          const conv = yield* backend.createConversation(settings)
+          yield* collect(backend.send(conv.id, input(user("go"))))
+          yield* backend.cancel(conv.id, { results: [toolResult("c1", "file text")], abort: true })
+          assert.deepStrictEqual(yield* backend.pendingApprovals(conv.id), [])
+          yield* collect(backend.send(conv.id, input(user("next"))))
+          const history = (yield* script.requests)[1]!.history
+          const returns = history.flatMap((m) => (m.type === "tool_return" ? [[m.tool_call_id, m.status]] : []))
+          assert.deepStrictEqual(returns, [["c1", "success"], ["c2", "interrupted"]])
+          const trace = yield* backend.history(conv.id)
+          assert.isTrue(trace.some((h) => h.item.type === "abort"))
+          assert.isFalse(trace.some((h) => h.item.type === "tool_return" && h.item.status === "interrupted" && h.inTrace))
+        })))
+
+    it.effect("history and backfill are chronological", () =>
+      withBackend([Turn.text("one"), Turn.text("two")], (backend) =>
+        Effect.gen(function*() {
+          const conv = yield* backend.createConversation(settings)
+          yield* collect(backend.send(conv.id, input(user("q1"))))
+          yield* collect(backend.send(conv.id, input(user("q2"))))
+          const messages = (yield* backend.backfill(conv.id)).map((h) => h.item).flatMap((m) => ("content" in m ? [m.content] : []))
+          assert.deepStrictEqual(messages, ["q1", "one", "q2", "two"])
+          const all = yield* backend.history(conv.id)
+          const older = yield* backend.history(conv.id, { before: all.at(-1)!.position, limit: 2 })
+          assert.deepStrictEqual(older.map((h) => h.position), [all.at(-3)!.position, all.at(-2)!.position])
+          assert.isTrue(Option.isSome(Option.fromNullable(all[0])))
+        })))
+  })

@@ -1,0 +1,43 @@
+import { Chunk as EChunk, Effect, Stream, TestClock } from "effect"
+import type { TaskEvent } from "../../src/domain/Events.js"
+import { Otid } from "../../src/domain/Ids.js"
+import type { InputMessage, ToolReturn, UserMessage } from "../../src/domain/Messages.js"
+
+let counter = 0
+export const otid = (label = "o"): Otid => Otid.make(`${label}-${++counter}-${Math.random().toString(36).slice(2, 8)}`)
+
+export const user = (content: string, id: Otid = otid("u")): UserMessage => ({ type: "user_message", content, otid: id })
+
+export const toolResult = (tool_call_id: string, content = "ok", status: ToolReturn["status"] = "success"): ToolReturn => ({
+  type: "tool_return",
+  tool_call_id: tool_call_id as ToolReturn["tool_call_id"],
+  status,
+  content,
+  otid: otid("r")
+})
+
+export const input = (...messages: ReadonlyArray<InputMessage>) => ({ messages })
+
+export const collect = <A, E, R>(stream: Stream.Stream<A, E, R>) => Effect.map(Stream.runCollect(stream), EChunk.toReadonlyArray)
+
+export const types = (events: ReadonlyArray<TaskEvent>) => events.map((e) => e.type)
+
+/** The test clock's pending sleeps become visible only once a fiber has started sleeping; wait for that, never for time. */
+export const awaitSleeps = (count = 1, tries = 10_000) =>
+  Effect.gen(function*() {
+    for (let i = 0; i < tries; i++) {
+      if ((yield* TestClock.sleeps()).length >= count) return
+      yield* Effect.yieldNow()
+    }
+    return yield* Effect.dieMessage(`no fiber started sleeping (wanted ${count})`)
+  })
+
+/** Waits (by yielding, not by time) until `check` holds. */
+export const eventually = <E, R>(check: Effect.Effect<boolean, E, R>, what: string, tries = 50_000) =>
+  Effect.gen(function*() {
+    for (let i = 0; i < tries; i++) {
+      if (yield* check) return
+      yield* Effect.yieldNow()
+    }
+    return yield* Effect.dieMessage(`never happened: ${what}`)
+  })

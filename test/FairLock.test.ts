@@ -17,11 +17,11 @@ describe("FairRwLock", () => {
       const lock = yield* makeFairRwLock
       const holdReader = yield* Deferred.make<void>()
       const log: Array<string> = []
-      const r1 = yield* Effect.fork(lock.withRead(Effect.zipRight(Effect.sync(() => log.push("r1")), Deferred.await(holdReader))))
+      const r1 = yield* Effect.fork(lock.withRead(Effect.zipRight(Effect.sync(() => void log.push("r1")), Deferred.await(holdReader))))
       yield* settle
-      const w = yield* Effect.fork(lock.withWrite(Effect.sync(() => log.push("w"))))
+      const w = yield* Effect.fork(lock.withWrite(Effect.sync(() => void log.push("w"))))
       yield* settle
-      const r2 = yield* Effect.fork(lock.withRead(Effect.sync(() => log.push("r2"))))
+      const r2 = yield* Effect.fork(lock.withRead(Effect.sync(() => void log.push("r2"))))
       yield* settle
       assert.deepStrictEqual(log, ["r1"])
       assert.deepStrictEqual(yield* lock.state, { readers: 1, writer: false, queued: 2 })

@@ -1,4 +1,4 @@
-import { Cause, Clock, Effect, Either, Exit, Fiber, Layer, Stream } from "effect"
+import { Cause, Clock, Duration, Effect, Either, Exit, Fiber, Layer, Stream } from "effect"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { ConfigError, ToolError } from "../domain/Errors.js"
@@ -8,11 +8,11 @@ import { interruptedResult, type ToolResult } from "../domain/Tools.js"
 import { realpathLongestPrefix } from "./RealPath.js"
 import { builtinTools } from "./tools/Builtin.js"
 import { makeFileState } from "./tools/FileState.js"
+import { makeProcessRegistry, reapOrphans } from "./tools/ProcessRegistry.js"
 import {
   defaultToolLimits,
   noProcessTracking,
   type PreparedCall,
-  type ProcessTracker,
   type Tool,
   type ToolContext,
   type ToolLimits,
@@ -29,8 +29,11 @@ export interface ToolExecutorOptions {
   /** The tools to offer; the built-in coding tools when absent (tests pass fakes). */
   readonly tools?: ReadonlyArray<Tool> | ((limits: ToolLimits) => ReadonlyArray<Tool>)
   readonly limits?: Partial<ToolLimits>
-  /** Records spawned process groups so a later start can reap what a crash left (see ProcessRegistry). */
-  readonly processes?: ProcessTracker
+  /**
+   * A directory (e.g. under $BATON_HOME) where running shell groups are recorded. When given, the
+   * executor first kills the groups a crashed Baton process left there, then records its own.
+   */
+  readonly processRegistryDir?: string
 }
 
 interface Planned {
@@ -88,6 +91,13 @@ const resolveWorkspace = (workspace: string) =>
       })
   })
 
+const startRegistry = (dir: string, limits: ToolLimits) =>
+  Effect.gen(function*() {
+    const reaped = yield* reapOrphans(dir, Duration.millis(limits.killGraceMs))
+    if (reaped.length > 0) yield* Effect.logWarning(`killed ${reaped.length} shell process group(s) left by a crashed run`)
+    return yield* makeProcessRegistry(dir)
+  })
+
 export const makeToolExecutor = (options: ToolExecutorOptions) =>
   Effect.gen(function*() {
     const workspace = yield* resolveWorkspace(options.workspace)
@@ -96,7 +106,9 @@ export const makeToolExecutor = (options: ToolExecutorOptions) =>
     const byName = new Map(tools.map((tool) => [tool.name, tool]))
     const locks = unsafeMakeWorkspaceLocks()
     const files = makeFileState()
-    const processes = options.processes ?? noProcessTracking
+    const processes = options.processRegistryDir === undefined
+      ? noProcessTracking
+      : yield* startRegistry(options.processRegistryDir, limits)
 
     const confinementFor = (execute: ExecuteOptions | undefined): Confinement => ({
       workspace,

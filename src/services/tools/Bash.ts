@@ -118,8 +118,10 @@ export const makeBashTool = (limits: ToolLimits) =>
       Effect.scoped(Effect.gen(function*() {
         const grace = Duration.millis(ctx.limits.killGraceMs)
         // Every exit path (success, failure, interrupt) kills what is left of the group.
-        const p = yield* Effect.acquireRelease(spawnGroup(args.command, ctx), (s) => killGroup(s.pgid, grace))
-        yield* ctx.processes.track(p.pgid)
+        const p = yield* Effect.acquireRelease(
+          Effect.tap(spawnGroup(args.command, ctx), (s) => ctx.processes.register(s.pgid)),
+          (s) => Effect.zipRight(killGroup(s.pgid, grace), ctx.processes.unregister(s.pgid))
+        )
         const timeoutMs = args.timeout ?? ctx.limits.bashDefaultTimeoutMs
         const finished = yield* awaitExit(p.child).pipe(Effect.timeoutOption(Duration.millis(timeoutMs)))
         if (Option.isNone(finished)) yield* killGroup(p.pgid, grace)

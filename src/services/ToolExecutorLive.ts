@@ -46,7 +46,8 @@ const parseArguments = (raw: string): Either.Either<unknown, string> => {
   // Models send "" for a tool without arguments.
   if (raw.trim() === "") return Either.right({})
   try {
-    return Either.right(JSON.parse(raw))
+    const value: unknown = JSON.parse(raw)
+    return Either.right(value)
   } catch (cause) {
     return Either.left(cause instanceof Error ? cause.message : String(cause))
   }
@@ -110,9 +111,9 @@ export const makeToolExecutor = (options: ToolExecutorOptions) =>
       ? noProcessTracking
       : yield* startRegistry(options.processRegistryDir, limits)
 
-    const confinementFor = (execute: ExecuteOptions | undefined): Confinement => ({
+    const confinementFor = (execution: ExecuteOptions | undefined): Confinement => ({
       workspace,
-      allowedRoots: (execute?.allowedRoots ?? []).map((root) => realpathLongestPrefix(Path.resolve(workspace, root))),
+      allowedRoots: (execution?.allowedRoots ?? []).map((root) => realpathLongestPrefix(Path.resolve(workspace, root))),
       realpath: realpathLongestPrefix
     })
 
@@ -150,7 +151,7 @@ export const makeToolExecutor = (options: ToolExecutorOptions) =>
       limits
     })
 
-    const execute = (call: ToolCall, planned: Planned, confinement: Confinement) =>
+    const runPlanned = (call: ToolCall, planned: Planned, confinement: Confinement) =>
       Effect.gen(function*() {
         const began = yield* Clock.currentTimeMillis
         const output = yield* planned.prepared.run(contextFor(call, planned.tool, confinement)).pipe(
@@ -165,10 +166,10 @@ export const makeToolExecutor = (options: ToolExecutorOptions) =>
         return resultOf(call, shown, ended - began)
       })
 
-    const start = (call: ToolCall, execute_?: ExecuteOptions) =>
-      Effect.gen(function*() {
+    const start = Effect.fn("ToolExecutor.start")(
+      function*(call: ToolCall, execution?: ExecuteOptions) {
         const scope = yield* Effect.scope
-        const confinement = confinementFor(execute_)
+        const confinement = confinementFor(execution)
         const planned = plan(call, confinement)
         // Queueing the locks and forking happen in one uninterruptible step: the ticket is always
         // handed to a fiber whose `ensuring` returns it, even if that fiber is interrupted at once.
@@ -177,16 +178,17 @@ export const makeToolExecutor = (options: ToolExecutorOptions) =>
             return Effect.forkIn(Effect.succeed(resultOf(call, { output: planned.left, isError: true }, 0)), scope)
           }
           const ticket = locks.unsafeEnqueue(planned.right.key)
-          const body = Effect.interruptible(Effect.zipRight(ticket.granted, execute(call, planned.right, confinement)))
+          const body = Effect.interruptible(Effect.zipRight(ticket.granted, runPlanned(call, planned.right, confinement)))
           return Effect.forkIn(Effect.ensuring(body, ticket.release), scope)
         }))
-      })
+      }
+    )
 
-    const executeBatch = (calls: ReadonlyArray<ToolCall>, execute_?: ExecuteOptions) =>
-      Effect.gen(function*() {
+    const executeBatch = Effect.fn("ToolExecutor.executeBatch")(
+      function*(calls: ReadonlyArray<ToolCall>, execution?: ExecuteOptions) {
         const started = yield* Effect.forEach(calls, (call) =>
           Effect.map(
-            Effect.zip(Clock.currentTimeMillis, start(call, execute_)),
+            Effect.zip(Clock.currentTimeMillis, start(call, execution)),
             ([startedAt, fiber]) => ({ call, fiber, startedAt })
           ))
         const settle = (s: (typeof started)[number]) => awaitResult(s.call, s.fiber, s.startedAt)
@@ -194,7 +196,8 @@ export const makeToolExecutor = (options: ToolExecutorOptions) =>
           completions: Stream.mergeAll(started.map((s) => Stream.fromEffect(settle(s))), { concurrency: "unbounded" }),
           results: Effect.forEach(started, settle)
         }
-      })
+      }
+    )
 
     return ToolExecutor.of({
       workspace,

@@ -1,5 +1,6 @@
 import { Duration, Effect, Option, Schema } from "effect"
 import { type ChildProcess, spawn } from "node:child_process"
+import * as Os from "node:os"
 import { ToolError } from "../../domain/Errors.js"
 import { makeOutputCapture, type OutputCapture } from "./OutputCapture.js"
 import { killGroup } from "./ProcessGroup.js"
@@ -76,13 +77,9 @@ const awaitPipesClosed = (child: ChildProcess) =>
     return Effect.sync(() => child.off("close", onClose))
   })
 
-const exitCodeOf = (exited: Exited): number => {
-  if (exited.code !== null) return exited.code
-  const signo = exited.signal === null ? undefined : signalNumbers[exited.signal]
-  return 128 + (signo ?? 0)
-}
-
-const signalNumbers: Readonly<Partial<Record<NodeJS.Signals, number>>> = { SIGHUP: 1, SIGINT: 2, SIGKILL: 9, SIGTERM: 15, SIGSEGV: 11, SIGPIPE: 13, SIGABRT: 6 }
+/** As a shell reports it: a process killed by signal N exits with 128 + N. */
+const exitCodeOf = (exited: Exited): number =>
+  exited.code ?? 128 + (exited.signal === null ? 0 : Os.constants.signals[exited.signal])
 
 const render = (p: Spawned, exitCode: number, timedOutMs: number | undefined, limits: ToolLimits): ToolOutput => {
   const notes = 300

@@ -3,7 +3,7 @@ import { ToolError } from "../../domain/Errors.js"
 import { applyEdit } from "../../domain/TextEdit.js"
 import { writeAtomic } from "./FileIo.js"
 import { readForOverwrite } from "./Overwrite.js"
-import { splitLines } from "./Read.js"
+import { numberedLine, splitLines } from "./Read.js"
 import { makeTool } from "./Tool.js"
 
 export const EditArgs = Schema.Struct({
@@ -23,7 +23,7 @@ const snippet = (content: string, firstLine: number, newLines: number): string =
   const lines = splitLines(content)
   const from = Math.max(1, firstLine - SNIPPET_CONTEXT)
   const to = Math.min(lines.length, firstLine + newLines - 1 + SNIPPET_CONTEXT)
-  return lines.slice(from - 1, to).map((line, i) => `${String(from + i).padStart(6)}\t${line}`).join("\n")
+  return lines.slice(from - 1, to).map((line, i) => numberedLine(from + i, line)).join("\n")
 }
 
 export const EditTool = makeTool({

@@ -31,6 +31,8 @@ const markedMembers = (record: ProcessRecord): ReadonlyArray<number> =>
     }
   })
 
+const decodeRecord = Schema.decodeUnknownEither(Schema.parseJson(ProcessRecord))
+
 const recordFile = (dir: string, pgid: number) => Path.join(dir, `${pgid}.json`)
 
 const readRecords = (dir: string) =>
@@ -38,9 +40,8 @@ const readRecords = (dir: string) =>
     const entries = Fs.existsSync(dir) ? Fs.readdirSync(dir).filter((name) => name.endsWith(".json")) : []
     return entries.map((name) => {
       const file = Path.join(dir, name)
-      const decoded = Either.try(() => JSON.parse(Fs.readFileSync(file, "utf8")) as unknown).pipe(
-        Either.flatMap((json) => Schema.decodeUnknownEither(ProcessRecord)(json))
-      )
+      const text = Either.try(() => Fs.readFileSync(file, "utf8"))
+      const decoded = Either.flatMap(text, decodeRecord)
       return { file, record: Either.getOrUndefined(decoded) }
     })
   })

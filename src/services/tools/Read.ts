@@ -32,7 +32,8 @@ export const splitLines = (text: string): Array<string> => {
   return lines.map((line) => (line.endsWith("\r") ? line.slice(0, -1) : line))
 }
 
-const numbered = (n: number, line: string) =>
+/** One line as `cat -n` prints it; very long lines are cut. */
+export const numberedLine = (n: number, line: string) =>
   `${String(n).padStart(6)}\t${line.length > MAX_LINE_CHARS ? `${line.slice(0, MAX_LINE_CHARS)}… [line truncated]` : line}`
 
 /** `cat -n` style lines from `offset`, cut at the line limit or the output budget, whichever comes first. */
@@ -42,7 +43,7 @@ export const renderLines = (lines: ReadonlyArray<string>, offset: number, limit:
   let next = offset
   const end = Math.min(lines.length, offset - 1 + limit)
   while (next <= end) {
-    const line = numbered(next, lines[next - 1]!)
+    const line = numberedLine(next, lines[next - 1]!)
     if (out.length > 0 && used + line.length + 1 > budget) break
     out.push(line)
     used += line.length + 1

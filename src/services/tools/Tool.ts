@@ -96,7 +96,7 @@ const describeIssues = (error: ParseResult.ParseError): string => {
 }
 
 const jsonSchemaOf = (schema: Schema.Schema.Any): Readonly<Record<string, unknown>> => {
-  const { $schema: _ignored, ...rest } = JSONSchema.make(schema) as unknown as Record<string, unknown>
+  const { $schema: _ignored, ...rest } = JSONSchema.make(schema)
   return rest
 }
 

@@ -69,6 +69,19 @@ describe("Glob", () => {
     }))
 })
 
+describe("result caps", () => {
+  it.scoped("Glob and LS stop at 1000 entries and say how many were left out", () =>
+    Effect.gen(function*() {
+      const { run, write } = yield* workspaceHarness()
+      for (let i = 0; i < 1_050; i++) write(`many/f${String(i).padStart(4, "0")}.txt`, "")
+      const glob = yield* run("Glob", { pattern: "many/*.txt" })
+      assert.strictEqual(glob.output.split("\n").length, 1_001)
+      assert.match(glob.output, /\[50 more files not shown; use a narrower pattern or path\]$/)
+      const ls = yield* run("LS", { path: "many" })
+      assert.match(ls.output, /\[50 more entries not shown; use Glob with a narrower pattern\]$/)
+    }))
+})
+
 describe("LS", () => {
   it.scoped("lists one directory with markers for directories and symlinks", () =>
     Effect.gen(function*() {

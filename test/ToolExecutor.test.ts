@@ -52,6 +52,25 @@ describe("ToolExecutor", () => {
       )
     }))
 
+  it.scoped("every built-in tool names the bad field in its error", () =>
+    Effect.gen(function*() {
+      const { run } = yield* workspaceHarness()
+      const cases: ReadonlyArray<readonly [string, unknown, string]> = [
+        ["Read", {}, "file_path: is missing"],
+        ["Write", { file_path: "a" }, "content: is missing"],
+        ["Edit", { file_path: "a", old_string: "x", new_string: "y", replace_all: 1 }, "replace_all: Expected boolean, actual 1"],
+        ["Bash", { command: "ls", timeout: "5s" }, "timeout: Expected number, actual \"5s\""],
+        ["Grep", { path: "src" }, "pattern: is missing"],
+        ["Glob", { pattern: "*", recursive: true }, "recursive: is unexpected, expected: \"pattern\" | \"path\""],
+        ["LS", { ignore: "*.log" }, "ignore: Expected Glob patterns of names to leave out, e.g. [\"*.log\"], actual \"*.log\""]
+      ]
+      for (const [tool, args, expected] of cases) {
+        const result = yield* run(tool, args)
+        assert.strictEqual(result.status, "error", tool)
+        assert.strictEqual(result.output, `Invalid arguments for ${tool}: ${expected}`)
+      }
+    }))
+
   it.scoped("output over the limit is cut with a note saying how much and how to read the rest", () =>
     Effect.gen(function*() {
       const chatty = makeTool({

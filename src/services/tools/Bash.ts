@@ -1,0 +1,131 @@
+import { Duration, Effect, Option, Schema } from "effect"
+import { type ChildProcess, spawn } from "node:child_process"
+import * as Os from "node:os"
+import { ToolError } from "../../domain/Errors.js"
+import { makeOutputCapture, type OutputCapture } from "./OutputCapture.js"
+import { killGroup } from "./ProcessGroup.js"
+import { makeTool, type ToolContext, type ToolLimits, type ToolOutput } from "./Tool.js"
+
+const HINT = "narrow the command's output (pipe it through head, tail or grep), or redirect it to a file and Read it in parts"
+/** How long to wait for the pipes to drain after the group is gone (a daemon outside it may hold them). */
+const DRAIN = Duration.millis(500)
+
+export const makeBashArgs = (limits: ToolLimits) =>
+  Schema.Struct({
+    command: Schema.NonEmptyString.annotations({ description: "The shell command to run (bash -c) in the workspace directory" }),
+    timeout: Schema.optionalWith(
+      Schema.Number.pipe(Schema.int(), Schema.between(1, limits.bashMaxTimeoutMs)).annotations({
+        description: `Milliseconds before the command is killed (default ${limits.bashDefaultTimeoutMs}, at most ${limits.bashMaxTimeoutMs})`
+      }),
+      { exact: true }
+    ),
+    description: Schema.optionalWith(
+      Schema.String.annotations({ description: "A few words saying what the command does, shown to the user" }),
+      { exact: true }
+    )
+  })
+export type BashArgs = Schema.Schema.Type<ReturnType<typeof makeBashArgs>>
+
+interface Spawned {
+  readonly child: ChildProcess
+  readonly pgid: number
+  readonly stdout: OutputCapture
+  readonly stderr: OutputCapture
+}
+
+interface Exited {
+  readonly code: number | null
+  readonly signal: NodeJS.Signals | null
+}
+
+const spawnGroup = (command: string, ctx: ToolContext) =>
+  Effect.async<Spawned, ToolError>((resume) => {
+    const child = spawn("bash", ["-c", command], {
+      cwd: ctx.workspace,
+      // Its own process group, so one signal reaches every process the command starts.
+      detached: true,
+      stdio: ["ignore", "pipe", "pipe"],
+      env: { ...process.env, ...ctx.processes.env }
+    })
+    const stdout = makeOutputCapture(ctx.limits.outputChars)
+    const stderr = makeOutputCapture(ctx.limits.outputChars)
+    child.stdout?.setEncoding("utf8").on("data", stdout.push)
+    child.stderr?.setEncoding("utf8").on("data", stderr.push)
+    child.once("spawn", () => resume(Effect.succeed({ child, pgid: child.pid!, stdout, stderr })))
+    child.on("error", (cause) => resume(Effect.fail(new ToolError({ tool: "Bash", message: `could not start bash: ${cause.message}` }))))
+  })
+
+const awaitExit = (child: ChildProcess) =>
+  Effect.async<Exited>((resume) => {
+    if (child.exitCode !== null || child.signalCode !== null) {
+      resume(Effect.succeed({ code: child.exitCode, signal: child.signalCode }))
+      return
+    }
+    const onExit = (code: number | null, signal: NodeJS.Signals | null) => resume(Effect.succeed({ code, signal }))
+    child.once("exit", onExit)
+    return Effect.sync(() => child.off("exit", onExit))
+  })
+
+const awaitPipesClosed = (child: ChildProcess) =>
+  Effect.async<void>((resume) => {
+    if (child.stdout?.readableEnded !== false && child.stderr?.readableEnded !== false) {
+      resume(Effect.void)
+      return
+    }
+    const onClose = () => resume(Effect.void)
+    child.once("close", onClose)
+    return Effect.sync(() => child.off("close", onClose))
+  })
+
+/** As a shell reports it: a process killed by signal N exits with 128 + N. */
+const exitCodeOf = (exited: Exited): number =>
+  exited.code ?? 128 + (exited.signal === null ? 0 : Os.constants.signals[exited.signal])
+
+const render = (p: Spawned, exitCode: number, timedOutMs: number | undefined, limits: ToolLimits): ToolOutput => {
+  const notes = 300
+  const errTotal = p.stderr.total()
+  const errBudget = Math.min(errTotal, Math.floor(limits.outputChars / 2))
+  const outBudget = limits.outputChars - errBudget - notes
+  const stdout = p.stdout.render(outBudget, HINT)
+  const stderr = p.stderr.render(limits.outputChars - Math.min(p.stdout.total(), outBudget) - notes, HINT)
+  const parts: Array<string> = []
+  if (stdout !== "") parts.push(stdout.replace(/\n$/, ""))
+  if (stderr !== "") parts.push(`[stderr]\n${stderr.replace(/\n$/, "")}`)
+  if (timedOutMs !== undefined) parts.push(`[command timed out after ${timedOutMs} ms; its process group was killed]`)
+  if (exitCode !== 0) parts.push(`[exit code ${exitCode}]`)
+  return {
+    output: parts.length === 0 ? "(no output)" : parts.join("\n"),
+    isError: exitCode !== 0 || timedOutMs !== undefined,
+    exit_code: exitCode,
+    stdout: p.stdout.render(limits.outputChars, HINT),
+    stderr: p.stderr.render(limits.outputChars, HINT)
+  }
+}
+
+export const makeBashTool = (limits: ToolLimits) =>
+  makeTool({
+    name: "Bash",
+    description: "Runs a shell command with bash -c in the workspace directory and returns its output and exit code. " +
+      `It is killed after timeout ms (default ${limits.bashDefaultTimeoutMs}, max ${limits.bashMaxTimeoutMs}). ` +
+      "Processes it leaves running in the background are killed when it ends. stdin is empty. " +
+      "Prefer Read, Grep, Glob and LS for looking at files.",
+    parameters: makeBashArgs(limits),
+    truncationHint: HINT,
+    run: (args, ctx) =>
+      Effect.scoped(Effect.gen(function*() {
+        const grace = Duration.millis(ctx.limits.killGraceMs)
+        // Every exit path (success, failure, interrupt) kills what is left of the group.
+        const p = yield* Effect.acquireRelease(
+          Effect.tap(spawnGroup(args.command, ctx), (s) => ctx.processes.register(s.pgid)),
+          (s) => Effect.zipRight(killGroup(s.pgid, grace), ctx.processes.unregister(s.pgid))
+        )
+        const timeoutMs = args.timeout ?? ctx.limits.bashDefaultTimeoutMs
+        const finished = yield* awaitExit(p.child).pipe(Effect.timeoutOption(Duration.millis(timeoutMs)))
+        if (Option.isNone(finished)) yield* killGroup(p.pgid, grace)
+        const exited = Option.isSome(finished) ? finished.value : yield* awaitExit(p.child)
+        // Background children keep the pipes open; once the group is gone the rest drains quickly.
+        yield* killGroup(p.pgid, grace)
+        yield* awaitPipesClosed(p.child).pipe(Effect.timeoutOption(DRAIN))
+        return render(p, exitCodeOf(exited), Option.isNone(finished) ? timeoutMs : undefined, ctx.limits)
+      }))
+  })

@@ -1,0 +1,79 @@
+import { Duration, Effect, Either, Schema } from "effect"
+import * as Fs from "node:fs"
+import * as Path from "node:path"
+import { isAlive, killGroup, liveMembers, readProcStat } from "./ProcessGroup.js"
+import { noProcessTracking, type ProcessTracker } from "./Tool.js"
+
+/**
+ * A process group a shell tool started, recorded on disk while it runs. A detached group outlives
+ * a SIGKILLed parent; the record lets the next start find and kill it (research/effect3-recipes.md §2).
+ */
+const ProcessRecord = Schema.Struct({
+  pgid: Schema.Int,
+  owner: Schema.Struct({ pid: Schema.Int, startTime: Schema.String })
+})
+type ProcessRecord = typeof ProcessRecord.Type
+
+export const OWNER_ENV = "BATON_TOOL_OWNER"
+
+const ownerMarker = (owner: ProcessRecord["owner"]) => `${OWNER_ENV}=${owner.pid}:${owner.startTime}`
+
+/** Whether the recorded owner is still running: same pid and same start time (pids get reused). */
+const ownerAlive = (owner: ProcessRecord["owner"]) => isAlive(owner.pid) && readProcStat(owner.pid)?.startTime === owner.startTime
+
+/** Members of the group that carry the owner's marker, so a reused pgid is never killed. */
+const markedMembers = (record: ProcessRecord): ReadonlyArray<number> =>
+  liveMembers(record.pgid).filter((pid) => {
+    try {
+      return Fs.readFileSync(`/proc/${pid}/environ`, "utf8").split("\0").includes(ownerMarker(record.owner))
+    } catch {
+      return false
+    }
+  })
+
+const decodeRecord = Schema.decodeUnknownEither(Schema.parseJson(ProcessRecord))
+
+const recordFile = (dir: string, pgid: number) => Path.join(dir, `${pgid}.json`)
+
+const readRecords = (dir: string) =>
+  Effect.sync(() => {
+    const entries = Fs.existsSync(dir) ? Fs.readdirSync(dir).filter((name) => name.endsWith(".json")) : []
+    return entries.map((name) => {
+      const file = Path.join(dir, name)
+      const text = Either.try(() => Fs.readFileSync(file, "utf8"))
+      const decoded = Either.flatMap(text, decodeRecord)
+      return { file, record: Either.getOrUndefined(decoded) }
+    })
+  })
+
+/**
+ * Kills the groups recorded by owners that are no longer running; returns their pgids. Records
+ * of live owners (another Baton process on this workspace) are left alone.
+ */
+export const reapOrphans = (dir: string, grace: Duration.DurationInput) =>
+  Effect.gen(function*() {
+    const reaped: Array<number> = []
+    for (const { file, record } of yield* readRecords(dir)) {
+      if (record !== undefined && ownerAlive(record.owner)) continue
+      if (record !== undefined && markedMembers(record).length > 0) {
+        yield* killGroup(record.pgid, grace)
+        reaped.push(record.pgid)
+      }
+      yield* Effect.sync(() => Fs.rmSync(file, { force: true }))
+    }
+    return reaped
+  })
+
+/** Records every shell group in `dir` while it runs; without /proc there is nothing to check later, so it records nothing. */
+export const makeProcessRegistry = (dir: string): Effect.Effect<ProcessTracker> =>
+  Effect.sync(() => {
+    const self = readProcStat("self")
+    if (self === undefined) return noProcessTracking
+    const owner = { pid: process.pid, startTime: self.startTime }
+    Fs.mkdirSync(dir, { recursive: true })
+    return {
+      env: { [OWNER_ENV]: `${owner.pid}:${owner.startTime}` },
+      register: (pgid) => Effect.sync(() => Fs.writeFileSync(recordFile(dir, pgid), JSON.stringify({ pgid, owner }))),
+      unregister: (pgid) => Effect.sync(() => Fs.rmSync(recordFile(dir, pgid), { force: true }))
+    }
+  })

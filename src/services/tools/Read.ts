@@ -1,0 +1,98 @@
+import { Effect, Schema } from "effect"
+import * as Fs from "node:fs/promises"
+import { ToolError } from "../../domain/Errors.js"
+import { fsTry, statIfExists } from "./FileIo.js"
+import { makeTool, type ToolLimits } from "./Tool.js"
+
+const MAX_LINE_CHARS = 2_000
+const MAX_FILE_BYTES = 50 * 1024 * 1024
+const BINARY_SNIFF_BYTES = 8_000
+
+export const ReadArgs = Schema.Struct({
+  file_path: Schema.String.annotations({ description: "The file to read: relative to the workspace, or absolute" }),
+  offset: Schema.optionalWith(
+    Schema.Number.pipe(Schema.int(), Schema.greaterThanOrEqualTo(1)).annotations({
+      description: "The line number to start at (1-based). Use it with limit for large files"
+    }),
+    { exact: true }
+  ),
+  limit: Schema.optionalWith(
+    Schema.Number.pipe(Schema.int(), Schema.greaterThanOrEqualTo(1)).annotations({ description: "How many lines to read" }),
+    { exact: true }
+  )
+})
+export type ReadArgs = typeof ReadArgs.Type
+
+/** NUL bytes do not occur in text files; every common binary format has them early on. */
+export const looksBinary = (bytes: Uint8Array): boolean => bytes.subarray(0, BINARY_SNIFF_BYTES).includes(0)
+
+export const splitLines = (text: string): Array<string> => {
+  const lines = text.split("\n")
+  if (lines.length > 0 && lines[lines.length - 1] === "") lines.pop()
+  return lines.map((line) => (line.endsWith("\r") ? line.slice(0, -1) : line))
+}
+
+/** One line as `cat -n` prints it; very long lines are cut. */
+export const numberedLine = (n: number, line: string) =>
+  `${String(n).padStart(6)}\t${line.length > MAX_LINE_CHARS ? `${line.slice(0, MAX_LINE_CHARS)}… [line truncated]` : line}`
+
+/** `cat -n` style lines from `offset`, cut at the line limit or the output budget, whichever comes first. */
+export const renderLines = (lines: ReadonlyArray<string>, offset: number, limit: number, budget: number): string => {
+  const out: Array<string> = []
+  let used = 0
+  let next = offset
+  const end = Math.min(lines.length, offset - 1 + limit)
+  while (next <= end) {
+    const line = numberedLine(next, lines[next - 1]!)
+    if (out.length > 0 && used + line.length + 1 > budget) break
+    out.push(line)
+    used += line.length + 1
+    next++
+  }
+  if (next <= lines.length) {
+    out.push(`[showing lines ${offset}-${next - 1} of ${lines.length}; call Read with offset=${next} to continue]`)
+  }
+  return out.join("\n")
+}
+
+export const makeReadTool = (limits: ToolLimits) =>
+  makeTool({
+    name: "Read",
+    description: "Reads a text file from the workspace and returns its lines numbered like `cat -n` " +
+      `(at most ${limits.readDefaultLines} lines unless you give a limit). Use offset and limit to page through ` +
+      "large files. Binary files are refused. Editing a file requires reading it first.",
+    parameters: ReadArgs,
+    truncationHint: "call Read with offset and limit to read the rest",
+    run: (args, ctx) =>
+      Effect.gen(function*() {
+        const path = yield* ctx.resolvePath(args.file_path)
+        const display = ctx.displayPath(path)
+        const stat = yield* statIfExists("Read", path, display)
+        if (stat === undefined) return yield* new ToolError({ tool: "Read", message: `File does not exist: ${display}` })
+        if (stat.isDirectory()) {
+          return yield* new ToolError({ tool: "Read", message: `${display} is a directory; use LS to list it` })
+        }
+        if (stat.size > MAX_FILE_BYTES) {
+          return yield* new ToolError({
+            tool: "Read",
+            message: `${display} is ${stat.size} bytes, more than Read handles (${MAX_FILE_BYTES}); use Grep, or Bash with head/tail/sed -n`
+          })
+        }
+        const bytes = yield* fsTry("Read", display, () => Fs.readFile(path))
+        if (looksBinary(bytes)) {
+          return yield* new ToolError({
+            tool: "Read",
+            message: `${display} is a binary file (${bytes.length} bytes); Read only shows text. Use Bash (e.g. \`file\`, \`xxd ${display} | head\`) to inspect it`
+          })
+        }
+        ctx.files.record(path, bytes)
+        const lines = splitLines(bytes.toString("utf8"))
+        if (lines.length === 0) return `(${display} is empty)`
+        const offset = args.offset ?? 1
+        if (offset > lines.length) {
+          return `(${display} has ${lines.length} lines; offset ${offset} is past the end)`
+        }
+        // Leave room for the continuation note inside the output budget.
+        return renderLines(lines, offset, args.limit ?? limits.readDefaultLines, limits.outputChars - 200)
+      })
+  })

@@ -1,0 +1,91 @@
+import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
+import { Effect, Either, Option, Redacted, Stream } from "effect"
+import { Otid, ToolCallId } from "../../src/domain/Ids.js"
+import type { Message } from "../../src/domain/Messages.js"
+import type { ProviderError } from "../../src/domain/ProviderError.js"
+import type { ProviderEvent, ProviderRequest } from "../../src/domain/ProviderEvent.js"
+import type { Provider } from "../../src/services/Provider.js"
+import * as ProviderAnthropic from "../../src/services/ProviderAnthropic.js"
+import type { LiveSettings } from "../../src/services/ProviderHttp.js"
+import * as ProviderOpenAiChat from "../../src/services/ProviderOpenAiChat.js"
+import * as ProviderOpenAiResponses from "../../src/services/ProviderOpenAiResponses.js"
+import type { Wire } from "./MockWire.js"
+
+/** Small builders and runners shared by the Provider suites. */
+
+export const user = (content: string, otid = "u1"): Message => ({ type: "user_message", content, otid: Otid.make(otid) })
+export const assistant = (content: string): Message => ({ type: "assistant_message", content })
+export const call = (id: string, name: string, args: string): Message => ({
+  type: "tool_call",
+  tool_call_id: ToolCallId.make(id),
+  name,
+  arguments: args
+})
+export const result = (id: string, content: string, status: "success" | "error" | "denied" = "success"): Message => ({
+  type: "tool_return",
+  tool_call_id: ToolCallId.make(id),
+  status,
+  content,
+  otid: Otid.make(`r-${id}`)
+})
+export const reasoning = (content: string, signature?: string, provider?: string): Message => ({
+  type: "reasoning_message",
+  content,
+  ...(signature !== undefined ? { signature } : {}),
+  ...(provider !== undefined ? { provider } : {})
+})
+
+export const request = (overrides: Partial<ProviderRequest> = {}): ProviderRequest => ({
+  system: "You are a test.",
+  history: [user("hi")],
+  tools: [],
+  ...overrides
+})
+
+export interface Outcome {
+  readonly events: ReadonlyArray<ProviderEvent>
+  readonly error: ProviderError | undefined
+}
+
+/** Runs a stream to its end, keeping the events that arrived before a failure. */
+export const run = (stream: Stream.Stream<ProviderEvent, ProviderError>): Effect.Effect<Outcome> =>
+  Effect.gen(function*() {
+    const events: Array<ProviderEvent> = []
+    const exit = yield* stream.pipe(Stream.runForEach((e) => Effect.sync(() => events.push(e))), Effect.either)
+    return { events, error: Either.isLeft(exit) ? exit.left : undefined }
+  })
+
+/** Joins consecutive deltas of the same kind (and same call), so long streams compare as a short exact list. */
+export const collapse = (events: ReadonlyArray<ProviderEvent>): Array<ProviderEvent> => {
+  const out: Array<ProviderEvent> = []
+  for (const e of events) {
+    const last = out.at(-1)
+    if (last?._tag === "TextDelta" && e._tag === "TextDelta") out[out.length - 1] = { ...last, text: last.text + e.text }
+    else if (last?._tag === "ReasoningDelta" && e._tag === "ReasoningDelta") {
+      out[out.length - 1] = { ...last, text: last.text + e.text }
+    } else if (last?._tag === "ToolCallDelta" && e._tag === "ToolCallDelta" && last.id === e.id) {
+      out[out.length - 1] = { ...last, argumentsDelta: last.argumentsDelta + e.argumentsDelta }
+    } else out.push(e)
+  }
+  return out
+}
+
+export const TEST_KEY = "sk-test-DO-NOT-LEAK-0123456789abcdef"
+
+export const settings = (baseUrl: string, overrides: Partial<LiveSettings> = {}): LiveSettings => ({
+  model: "test-model",
+  baseUrl,
+  apiKey: Option.some(Redacted.make(TEST_KEY)),
+  timeouts: { firstByteMs: 5_000, stallMs: 5_000 },
+  ...overrides
+})
+
+/** A live Provider of the given wire format, over the fetch client. */
+export const liveProvider = (wire: Wire, live: LiveSettings): Effect.Effect<Provider["Type"]> => {
+  const make = wire === "openai-chat"
+    ? ProviderOpenAiChat.make(live)
+    : wire === "anthropic"
+    ? ProviderAnthropic.make(live)
+    : ProviderOpenAiResponses.make(live)
+  return make.pipe(Effect.provide(FetchHttpClient.layer))
+}

@@ -1,6 +1,7 @@
 import { Either, Schema } from "effect"
 import {
   ProviderAuth,
+  ProviderError as ProviderErrorSchema,
   ProviderContextOverflow,
   type ProviderError,
   ProviderInvalidRequest,
@@ -78,8 +79,17 @@ export const sanitize = (text: string, secrets: ReadonlyArray<string>): string =
     if (secret.length > 0) out = out.split(secret).join("[redacted]")
   }
   return out
-    .replace(/\b(sk|pk|rk|gsk|xai)-[A-Za-z0-9_*\-.]{4,}/gi, "[redacted]")
+    .replace(/\b(sk|pk|rk|gsk|xai)-[A-Za-z0-9_*\-]{4,}(\.[A-Za-z0-9_*\-]+)*/gi, "[redacted]")
     .replace(/Bearer\s+\S+/gi, "Bearer [redacted]")
+}
+
+const encodeError = Schema.encodeSync(ProviderErrorSchema)
+const decodeError = Schema.decodeSync(ProviderErrorSchema)
+
+/** The same error with its message sanitized (wire excerpts in messages may echo anything back). */
+export const sanitizeError = (error: ProviderError, secrets: ReadonlyArray<string>): ProviderError => {
+  const message = sanitize(error.message, secrets)
+  return message === error.message ? error : decodeError({ ...encodeError(error), message })
 }
 
 const MAX_MESSAGE = 400

@@ -3,8 +3,7 @@ import { Layer, Effect, Option, Redacted, Stream } from "effect"
 import { Provider } from "./Provider.js"
 import { makeAnthropicDecoder } from "./ProviderAnthropicDecoder.js"
 import { encodeAnthropicRequest, PROVIDER } from "./ProviderAnthropicRequest.js"
-import { type LiveSettings, secretsOf, streamSse } from "./ProviderHttp.js"
-import { runDecoder } from "./ProviderSse.js"
+import { type LiveSettings, secretsOf, streamEvents } from "./ProviderHttp.js"
 
 export const ANTHROPIC_VERSION = "2023-06-01"
 
@@ -25,14 +24,14 @@ export const make = (settings: LiveSettings) =>
     return Provider.of({
       stream: (request) =>
         Stream.suspend(() =>
-          streamSse(client, {
+          streamEvents(client, {
             provider: PROVIDER,
             url,
             headers,
             body: encodeAnthropicRequest(request, settings),
             apiKey: settings.apiKey,
             timeouts: settings.timeouts
-          }).pipe(runDecoder(PROVIDER, makeAnthropicDecoder({ secrets })))
+          }, makeAnthropicDecoder({ secrets }))
         )
     })
   })

@@ -5,8 +5,9 @@ import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
 import { Clock, Effect, Option, Redacted, Stream } from "effect"
 import type { ProviderError } from "../domain/ProviderError.js"
 import { ProviderConnectionLost, ProviderInvalidRequest } from "../domain/ProviderError.js"
-import { classifyFailure, errorObjectOf, parseJsonBody, retryAfterMs, sanitize } from "../domain/ProviderErrorMapping.js"
-import { decodeSse, type SseEvent, type Timeouts, withTimeouts } from "./ProviderSse.js"
+import { classifyFailure, errorObjectOf, parseJsonBody, retryAfterMs, sanitize, sanitizeError } from "../domain/ProviderErrorMapping.js"
+import type { ProviderEvent } from "../domain/ProviderEvent.js"
+import { decodeSse, runDecoder, type SseEvent, type Timeouts, type WireDecoder, withTimeouts } from "./ProviderSse.js"
 
 /** What every live layer needs; built by ProviderConfig from options and the environment. */
 export interface LiveSettings {
@@ -97,9 +98,22 @@ export const streamSse = (client: HttpClient.HttpClient, call: HttpCall): Stream
       )
     )
   }))
-  return bytes.pipe(
-    withTimeouts(call.timeouts, call.provider),
-    decodeSse,
+  return bytes.pipe(withTimeouts(call.timeouts, call.provider), decodeSse)
+}
+
+/**
+ * The whole live pipeline: HTTP + SSE, the wire decoder, and one last scrub of every error message
+ * (decoder messages quote wire data, which a server could make echo the key).
+ */
+export const streamEvents = (
+  client: HttpClient.HttpClient,
+  call: HttpCall,
+  decoder: () => WireDecoder
+): Stream.Stream<ProviderEvent, ProviderError> => {
+  const secrets = secretsOf(call.apiKey)
+  return streamSse(client, call).pipe(
+    runDecoder(call.provider, decoder),
+    Stream.mapError((error) => sanitizeError(error, secrets)),
     Stream.tapError((error) =>
       Effect.logDebug("provider request failed").pipe(
         Effect.annotateLogs({ provider: call.provider, error: error._tag, message: error.message })

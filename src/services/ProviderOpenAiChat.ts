@@ -2,9 +2,8 @@ import * as HttpClient from "@effect/platform/HttpClient"
 import { Effect, Layer, Stream } from "effect"
 import { randomUUID } from "node:crypto"
 import { Provider } from "./Provider.js"
-import { bearer, type LiveSettings, secretsOf, streamSse } from "./ProviderHttp.js"
+import { bearer, type LiveSettings, secretsOf, streamEvents } from "./ProviderHttp.js"
 import { encodeChatRequest, makeChatDecoder, PROVIDER } from "./ProviderOpenAiChatWire.js"
-import { runDecoder } from "./ProviderSse.js"
 
 /**
  * Provider over OpenAI Chat Completions: `POST {baseUrl}/chat/completions` with `stream: true`.
@@ -20,14 +19,14 @@ export const make = (settings: LiveSettings) =>
         Stream.suspend(() => {
           // Fallback ids for servers that send tool calls without one; unique per stream so pairs never collide.
           const idPrefix = `call_${randomUUID().slice(0, 8)}`
-          return streamSse(client, {
+          return streamEvents(client, {
             provider: PROVIDER,
             url,
             headers: { "content-type": "application/json", ...bearer(settings.apiKey) },
             body: encodeChatRequest(request, settings),
             apiKey: settings.apiKey,
             timeouts: settings.timeouts
-          }).pipe(runDecoder(PROVIDER, makeChatDecoder({ secrets, idPrefix })))
+          }, makeChatDecoder({ secrets, idPrefix }))
         })
     })
   })

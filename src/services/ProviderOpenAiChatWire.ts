@@ -17,7 +17,7 @@ const OPENAI_HOST = /(^|\.)openai\.com$/
  * OpenRouter); OpenAI itself deprecated it and rejects it for reasoning models, so it gets
  * `max_completion_tokens`.
  */
-const maxTokensField = (baseUrl: string): string => {
+const maxTokensField = (baseUrl: string): "max_tokens" | "max_completion_tokens" => {
   try {
     return OPENAI_HOST.test(new URL(baseUrl).hostname) ? "max_completion_tokens" : "max_tokens"
   } catch {
@@ -61,7 +61,11 @@ export const encodeChatRequest = (request: ProviderRequest, defaults: { readonly
         }))
       }
       : {}),
-    ...(request.maxOutputTokens !== undefined ? { [maxTokensField(defaults.baseUrl)]: request.maxOutputTokens } : {}),
+    ...(request.maxOutputTokens === undefined
+      ? {}
+      : maxTokensField(defaults.baseUrl) === "max_tokens"
+      ? { max_tokens: request.maxOutputTokens }
+      : { max_completion_tokens: request.maxOutputTokens }),
     ...(request.thinking !== undefined && request.thinking !== "off" ? { reasoning_effort: request.thinking } : {})
   }
 }

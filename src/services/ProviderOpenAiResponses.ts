@@ -1,10 +1,9 @@
 import * as HttpClient from "@effect/platform/HttpClient"
 import { Effect, Layer, Stream } from "effect"
 import { Provider } from "./Provider.js"
-import { bearer, type LiveSettings, secretsOf, streamSse } from "./ProviderHttp.js"
+import { bearer, type LiveSettings, secretsOf, streamEvents } from "./ProviderHttp.js"
 import { makeResponsesDecoder } from "./ProviderOpenAiResponsesDecoder.js"
 import { encodeResponsesRequest, PROVIDER } from "./ProviderOpenAiResponsesRequest.js"
-import { runDecoder } from "./ProviderSse.js"
 
 /** Provider over OpenAI Responses: `POST {baseUrl}/responses` (`baseUrl` like `https://api.openai.com/v1`). */
 export const make = (settings: LiveSettings) =>
@@ -15,14 +14,14 @@ export const make = (settings: LiveSettings) =>
     return Provider.of({
       stream: (request) =>
         Stream.suspend(() =>
-          streamSse(client, {
+          streamEvents(client, {
             provider: PROVIDER,
             url,
             headers: { "content-type": "application/json", ...bearer(settings.apiKey) },
             body: encodeResponsesRequest(request, settings),
             apiKey: settings.apiKey,
             timeouts: settings.timeouts
-          }).pipe(runDecoder(PROVIDER, makeResponsesDecoder({ secrets })))
+          }, makeResponsesDecoder({ secrets }))
         )
     })
   })

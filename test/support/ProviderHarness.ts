@@ -1,7 +1,7 @@
 import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
 import { Effect, Either, Option, Redacted, Stream } from "effect"
 import { Otid, ToolCallId } from "../../src/domain/Ids.js"
-import type { Message } from "../../src/domain/Messages.js"
+import type { AssistantMessage, ReasoningMessage, ToolCall, ToolReturn, UserMessage } from "../../src/domain/Messages.js"
 import type { ProviderError } from "../../src/domain/ProviderError.js"
 import type { ProviderEvent, ProviderRequest } from "../../src/domain/ProviderEvent.js"
 import type { Provider } from "../../src/services/Provider.js"
@@ -13,22 +13,22 @@ import type { Wire } from "./MockWire.js"
 
 /** Small builders and runners shared by the Provider suites. */
 
-export const user = (content: string, otid = "u1"): Message => ({ type: "user_message", content, otid: Otid.make(otid) })
-export const assistant = (content: string): Message => ({ type: "assistant_message", content })
-export const call = (id: string, name: string, args: string): Message => ({
+export const user = (content: string, otid = "u1"): UserMessage => ({ type: "user_message", content, otid: Otid.make(otid) })
+export const assistant = (content: string): AssistantMessage => ({ type: "assistant_message", content })
+export const call = (id: string, name: string, args: string): ToolCall => ({
   type: "tool_call",
   tool_call_id: ToolCallId.make(id),
   name,
   arguments: args
 })
-export const result = (id: string, content: string, status: "success" | "error" | "denied" = "success"): Message => ({
+export const result = (id: string, content: string, status: "success" | "error" | "denied" = "success"): ToolReturn => ({
   type: "tool_return",
   tool_call_id: ToolCallId.make(id),
   status,
   content,
   otid: Otid.make(`r-${id}`)
 })
-export const reasoning = (content: string, signature?: string, provider?: string): Message => ({
+export const reasoning = (content: string, signature?: string, provider?: string): ReasoningMessage => ({
   type: "reasoning_message",
   content,
   ...(signature !== undefined ? { signature } : {}),

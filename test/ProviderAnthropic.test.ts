@@ -1,17 +1,8 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, type Scope } from "effect"
-import * as MockModelServer from "./support/MockModelServer.js"
-import { Reply } from "./support/MockModelServer.js"
-import { collapse, liveProvider, type Outcome, request, run, settings, TEST_KEY } from "./support/ProviderHarness.js"
+import { Effect } from "effect"
+import { collapse, serveFixture as fixtureOutcome, TEST_KEY } from "./support/ProviderHarness.js"
 
-const serveFixture = (fixture: string): Effect.Effect<Outcome & { headers: Record<string, unknown> }, never, Scope.Scope> =>
-  Effect.gen(function*() {
-    const server = yield* MockModelServer.make({ replies: [Reply.fixture(fixture)] })
-    const provider = yield* liveProvider("anthropic", settings(server.baseUrl("anthropic")))
-    const outcome = yield* run(provider.stream(request()))
-    const [recorded] = yield* server.requests
-    return { ...outcome, headers: recorded?.headers ?? {} }
-  })
+const serveFixture = (fixture: string) => fixtureOutcome("anthropic", fixture)
 
 const THINKING =
   "This is a straightforward question about pedestrian safety. I should provide clear, helpful advice about how to safely cross a street. This is basic safety information that could help prevent accidents."
@@ -22,7 +13,8 @@ const WEATHER_ID = "toolu_018acGYLtfR52q9yDbWaEdQZ"
 describe("anthropic fixtures through the mock server", () => {
   it.scopedLive("text-basic: text, cumulative usage, end_turn; sends x-api-key and anthropic-version", () =>
     Effect.gen(function*() {
-      const { events, error, headers } = yield* serveFixture("sse/anthropic/text-basic.sse")
+      const { events, error, requests } = yield* serveFixture("sse/anthropic/text-basic.sse")
+      const headers = requests[0]?.headers ?? {}
       assert.isUndefined(error)
       assert.deepStrictEqual(events, [
         { _tag: "TextDelta", text: "[" },

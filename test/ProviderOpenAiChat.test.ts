@@ -1,16 +1,9 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import type { ProviderEvent } from "../src/domain/ProviderEvent.js"
-import * as MockModelServer from "./support/MockModelServer.js"
-import { Reply } from "./support/MockModelServer.js"
-import { collapse, liveProvider, type Outcome, request, run, settings } from "./support/ProviderHarness.js"
+import { collapse, serveFixture as fixtureOutcome } from "./support/ProviderHarness.js"
 
-const serveFixture = (fixture: string): Effect.Effect<Outcome, never, import("effect").Scope.Scope> =>
-  Effect.gen(function*() {
-    const server = yield* MockModelServer.make({ replies: [Reply.fixture(fixture)] })
-    const provider = yield* liveProvider("openai-chat", settings(server.baseUrl("openai-chat")))
-    return yield* run(provider.stream(request()))
-  })
+const serveFixture = (fixture: string) => fixtureOutcome("openai-chat", fixture)
 
 const WEATHER_TEXT =
   "I'm unable to provide real-time weather updates. To get the current weather in San Francisco, I recommend checking a reliable weather website or a weather app."

@@ -1,15 +1,8 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, type Scope } from "effect"
-import * as MockModelServer from "./support/MockModelServer.js"
-import { Reply } from "./support/MockModelServer.js"
-import { collapse, liveProvider, type Outcome, request, run, settings } from "./support/ProviderHarness.js"
+import { Effect } from "effect"
+import { collapse, serveFixture as fixtureOutcome } from "./support/ProviderHarness.js"
 
-const serveFixture = (fixture: string): Effect.Effect<Outcome, never, Scope.Scope> =>
-  Effect.gen(function*() {
-    const server = yield* MockModelServer.make({ replies: [Reply.fixture(fixture)] })
-    const provider = yield* liveProvider("openai-responses", settings(server.baseUrl("openai-responses")))
-    return yield* run(provider.stream(request()))
-  })
+const serveFixture = (fixture: string) => fixtureOutcome("openai-responses", fixture)
 
 describe("openai-responses fixtures through the mock server", () => {
   it.scopedLive("text-with-usage: text deltas, usage, stop", () =>

@@ -73,7 +73,8 @@ const positiveMs = (field: string, value: string | number | undefined, fallback:
   return Number.isInteger(n) && n > 0 ? Effect.succeed(n) : Effect.fail(fail(field, `${field} must be a positive integer (milliseconds), got "${value}"`))
 }
 
-const keyVariables = (kind: LiveKind) => ["BATON_API_KEY", kind === "anthropic" ? "ANTHROPIC_API_KEY" : "OPENAI_API_KEY"]
+const keyVariables = (kind: LiveKind) =>
+  ["BATON_API_KEY", kind === "anthropic" ? "ANTHROPIC_API_KEY" : "OPENAI_API_KEY"] as const
 
 /** Local servers (Ollama, llama.cpp, vLLM…) take no key; the hosted APIs always need one. */
 const needsKey = (kind: LiveKind, baseUrl: URL) =>
@@ -104,12 +105,12 @@ export const resolveProviderSettings = (options: ProviderOptions = {}, defaults:
       return yield* fail("BATON_BASE_URL", `base URL "${rawUrl}" is not an http(s) URL`)
     }
     const [primary, fallback] = keyVariables(kind)
-    const primaryKey = yield* envKey(primary!)
-    const fallbackKey = yield* envKey(fallback!)
+    const primaryKey = yield* envKey(primary)
+    const fallbackKey = yield* envKey(fallback)
     const fromEnv = Option.orElse(primaryKey, () => fallbackKey)
     const apiKey = Option.orElse(Option.fromNullable(options.apiKey), () => Option.map(fromEnv, (k) => k.value))
     if (Option.isNone(apiKey) && needsKey(kind, url)) {
-      return yield* fail(primary!, `no API key for ${kind} at ${url.origin}: set ${primary} or ${fallback}`)
+      return yield* fail(primary, `no API key for ${kind} at ${url.origin}: set ${primary} or ${fallback}`)
     }
     const firstByteMs = yield* positiveMs(
       "BATON_FIRST_BYTE_TIMEOUT_MS",

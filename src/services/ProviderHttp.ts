@@ -1,12 +1,13 @@
 import * as Headers from "@effect/platform/Headers"
-import type * as HttpClient from "@effect/platform/HttpClient"
+import * as HttpClient from "@effect/platform/HttpClient"
 import type * as HttpClientError from "@effect/platform/HttpClientError"
 import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
 import { Clock, Effect, Option, Redacted, Stream } from "effect"
 import type { ProviderError } from "../domain/ProviderError.js"
 import { ProviderConnectionLost, ProviderInvalidRequest } from "../domain/ProviderError.js"
 import { classifyFailure, errorObjectOf, parseJsonBody, retryAfterMs, sanitize, sanitizeError } from "../domain/ProviderErrorMapping.js"
-import type { ProviderEvent } from "../domain/ProviderEvent.js"
+import type { ProviderEvent, ProviderRequest } from "../domain/ProviderEvent.js"
+import { Provider } from "./Provider.js"
 import { decodeSse, runDecoder, type SseEvent, type Timeouts, type WireDecoder, withTimeouts } from "./ProviderSse.js"
 
 /** What every live layer needs; built by ProviderConfig from options and the environment. */
@@ -127,4 +128,35 @@ export const bearer = (apiKey: Option.Option<Redacted.Redacted<string>>): Record
   Option.match(apiKey, {
     onNone: () => ({}),
     onSome: (key) => ({ authorization: `Bearer ${Redacted.value(key)}` })
+  })
+
+/** What distinguishes one live layer from another. */
+export interface WireSpec {
+  readonly provider: string
+  /** Appended to the base URL. */
+  readonly path: string
+  readonly headers: (apiKey: Option.Option<Redacted.Redacted<string>>) => Record<string, string>
+  readonly encode: (request: ProviderRequest, settings: LiveSettings) => unknown
+  /** Called once per stream; the decoder it returns keeps that stream's state. */
+  readonly decoder: (secrets: ReadonlyArray<string>) => () => WireDecoder
+}
+
+export const makeLive = (spec: WireSpec, settings: LiveSettings): Effect.Effect<Provider["Type"], never, HttpClient.HttpClient> =>
+  Effect.map(HttpClient.HttpClient, (client) => {
+    const url = `${settings.baseUrl}${spec.path}`
+    const headers = { "content-type": "application/json", ...spec.headers(settings.apiKey) }
+    const decoder = spec.decoder(secretsOf(settings.apiKey))
+    return Provider.of({
+      stream: (request) =>
+        Stream.suspend(() =>
+          streamEvents(client, {
+            provider: spec.provider,
+            url,
+            headers,
+            body: spec.encode(request, settings),
+            apiKey: settings.apiKey,
+            timeouts: settings.timeouts
+          }, decoder)
+        )
+    })
   })

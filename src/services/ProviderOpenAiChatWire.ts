@@ -1,4 +1,5 @@
 import { Either, Schema } from "effect"
+import { randomUUID } from "node:crypto"
 import { ProviderMalformed } from "../domain/ProviderError.js"
 import { classifyFailure, errorObjectOf, parseJsonBody } from "../domain/ProviderErrorMapping.js"
 import type { FinishReason, ProviderEvent, ProviderRequest } from "../domain/ProviderEvent.js"
@@ -132,9 +133,14 @@ const finishOf = (reason: string | null | undefined, sawCalls: boolean): FinishR
  * a first chunk without `arguments` (vLLM) and ids only on the first chunk. Calls end when the finish
  * reason arrives: with interleaving allowed, nothing earlier proves a call complete.
  */
-export const makeChatDecoder = (options: { readonly secrets: ReadonlyArray<string>; readonly idPrefix: string }) =>
+export const makeChatDecoder = (options: {
+  readonly secrets: ReadonlyArray<string>
+  /** Prefix of fallback ids for servers that send a call without one; unique per stream so pairs never collide. */
+  readonly newIdPrefix?: () => string
+}) =>
 (): WireDecoder => {
   const decode = decodeData(Chunk, PROVIDER)
+  const idPrefix = options.newIdPrefix?.() ?? `call_${randomUUID().slice(0, 8)}`
   const calls: Array<CallState> = []
   const byIndex = new Map<number, CallState>()
   let finish: string | null | undefined
@@ -153,7 +159,7 @@ export const makeChatDecoder = (options: { readonly secrets: ReadonlyArray<strin
     if (call !== undefined && wireId !== undefined && call.idFromWire && call.id !== wireId) call = undefined
     if (call === undefined || call.ended) {
       call = {
-        id: wireId ?? `${options.idPrefix}_${calls.length}`,
+        id: wireId ?? `${idPrefix}_${calls.length}`,
         idFromWire: wireId !== undefined,
         name: "",
         started: false,

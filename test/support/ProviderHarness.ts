@@ -1,5 +1,5 @@
 import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
-import { Effect, Either, Option, Redacted, Stream } from "effect"
+import { Effect, Either, Option, Redacted, type Scope, Stream } from "effect"
 import { Otid, ToolCallId } from "../../src/domain/Ids.js"
 import type { AssistantMessage, ReasoningMessage, ToolCall, ToolReturn, UserMessage } from "../../src/domain/Messages.js"
 import type { ProviderError } from "../../src/domain/ProviderError.js"
@@ -9,6 +9,7 @@ import * as ProviderAnthropic from "../../src/services/ProviderAnthropic.js"
 import type { LiveSettings } from "../../src/services/ProviderHttp.js"
 import * as ProviderOpenAiChat from "../../src/services/ProviderOpenAiChat.js"
 import * as ProviderOpenAiResponses from "../../src/services/ProviderOpenAiResponses.js"
+import * as MockModelServer from "./MockModelServer.js"
 import type { Wire } from "./MockWire.js"
 
 /** Small builders and runners shared by the Provider suites. */
@@ -89,3 +90,15 @@ export const liveProvider = (wire: Wire, live: LiveSettings): Effect.Effect<Prov
     : ProviderOpenAiResponses.make(live)
   return make.pipe(Effect.provide(FetchHttpClient.layer))
 }
+
+/** Serves one raw fixture file to the live layer of `wire` and runs one request through it. */
+export const serveFixture = (
+  wire: Wire,
+  fixture: string
+): Effect.Effect<Outcome & { readonly requests: ReadonlyArray<MockModelServer.RecordedRequest> }, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    const server = yield* MockModelServer.make({ replies: [MockModelServer.Reply.fixture(fixture)] })
+    const provider = yield* liveProvider(wire, settings(server.baseUrl(wire)))
+    const outcome = yield* run(provider.stream(request()))
+    return { ...outcome, requests: yield* server.requests }
+  })

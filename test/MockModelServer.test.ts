@@ -67,4 +67,24 @@ describe("MockModelServer", () => {
       assert.isTrue(Exit.isFailure(exit))
       assert.strictEqual(Exit.isFailure(exit) && exit.cause._tag === "Fail" ? exit.cause.error._tag : "", "ProviderConnectionLost")
     }))
+
+  it.scopedLive("a consumer that stops early drops the connection (the server sees it close)", () =>
+    Effect.gen(function*() {
+      const server = yield* MockModelServer.make({ replies: [Reply.text(["a ", "b ", "c"], {}, { stallAfter: 3 })] })
+      const provider = yield* liveProvider("anthropic", settings(server.baseUrl("anthropic"), { timeouts: { firstByteMs: 60_000, stallMs: 60_000 } }))
+      const first = yield* provider.stream(request()).pipe(Stream.take(1), Stream.runCollect)
+      assert.strictEqual(first.length, 1)
+      yield* server.awaitClosed(1)
+    }))
+
+  it.scoped("childEnv points the BATON_* variables at the server", () =>
+    Effect.gen(function*() {
+      const server = yield* MockModelServer.make()
+      assert.deepStrictEqual(server.childEnv("openai-chat", "m"), {
+        BATON_PROVIDER: "openai-chat",
+        BATON_BASE_URL: `${server.url}/v1`,
+        BATON_MODEL: "m",
+        BATON_API_KEY: "sk-mock-not-a-real-key"
+      })
+    }))
 })

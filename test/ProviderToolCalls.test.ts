@@ -3,7 +3,7 @@ import { Effect } from "effect"
 import * as MockModelServer from "./support/MockModelServer.js"
 import { Reply } from "./support/MockModelServer.js"
 import type { Wire } from "./support/MockWire.js"
-import { collapse, liveProvider, request, run, settings } from "./support/ProviderHarness.js"
+import { collapse, liveProvider, request, run, settings, violations } from "./support/ProviderHarness.js"
 
 const tools = [{ name: "Read", description: "Read a file", parameters: { type: "object" } }]
 
@@ -11,7 +11,9 @@ const against = (wire: Wire, reply: Reply) =>
   Effect.gen(function*() {
     const server = yield* MockModelServer.make({ replies: [reply] })
     const provider = yield* liveProvider(wire, settings(server.baseUrl(wire)))
-    return yield* run(provider.stream(request({ tools })))
+    const outcome = yield* run(provider.stream(request({ tools })))
+    assert.deepStrictEqual(violations(outcome), [])
+    return outcome
   })
 
 for (const wire of ["openai-chat", "anthropic", "openai-responses"] as const) {
@@ -144,4 +146,65 @@ describe("openai-chat tool-call quirks of compatible servers", () => {
         { _tag: "Finish", reason: "tool_calls" }
       ])
     }))
+})
+
+const named = (type: string, json: Record<string, unknown>) => `event: ${type}\ndata: ${JSON.stringify({ type, ...json })}\n\n`
+
+describe("arguments that arrive whole, without deltas", () => {
+  it.scopedLive("anthropic: a tool_use block with its input in the start block and no input_json_delta", () =>
+    Effect.gen(function*() {
+      const { events } = yield* against(
+        "anthropic",
+        Reply.sse([
+          named("message_start", { message: { usage: { input_tokens: 3, output_tokens: 1 } } }),
+          named("content_block_start", { index: 0, content_block: { type: "tool_use", id: "t1", name: "LS", input: {} } }),
+          named("content_block_stop", { index: 0 }),
+          named("content_block_start", { index: 1, content_block: { type: "tool_use", id: "t2", name: "Read", input: { path: "a" } } }),
+          named("content_block_stop", { index: 1 }),
+          named("message_delta", { delta: { stop_reason: "tool_use" }, usage: { output_tokens: 4 } }),
+          named("message_stop", {})
+        ])
+      )
+      assert.deepStrictEqual(events.filter((e) => e._tag === "ToolCallEnd"), [
+        { _tag: "ToolCallEnd", id: "t1", name: "LS", arguments: "{}" },
+        { _tag: "ToolCallEnd", id: "t2", name: "Read", arguments: "{\"path\":\"a\"}" }
+      ])
+    }))
+
+  it.scopedLive("openai-responses: a function_call whose done item holds more than its deltas", () =>
+    Effect.gen(function*() {
+      const item = { type: "function_call", id: "fc1", call_id: "c1", name: "Read", arguments: "" }
+      const { events } = yield* against(
+        "openai-responses",
+        Reply.sse([
+          named("response.output_item.added", { output_index: 0, item }),
+          named("response.function_call_arguments.delta", { item_id: "fc1", output_index: 0, delta: "{\"pa" }),
+          named("response.output_item.done", { output_index: 0, item: { ...item, arguments: "{\"path\":\"a\"}" } }),
+          named("response.completed", { response: { usage: null } })
+        ])
+      )
+      assert.deepStrictEqual(events, [
+        { _tag: "ToolCallStart", id: "c1", name: "Read" },
+        { _tag: "ToolCallDelta", id: "c1", argumentsDelta: "{\"pa" },
+        { _tag: "ToolCallDelta", id: "c1", argumentsDelta: "th\":\"a\"}" },
+        { _tag: "ToolCallEnd", id: "c1", name: "Read", arguments: "{\"path\":\"a\"}" },
+        { _tag: "Finish", reason: "tool_calls" }
+      ])
+    }))
+
+  it("the contract checker itself catches a broken stream", () => {
+    assert.deepStrictEqual(
+      violations({
+        events: [
+          { _tag: "ToolCallStart", id: "a", name: "x" },
+          { _tag: "ToolCallDelta", id: "a", argumentsDelta: "{" },
+          { _tag: "ToolCallEnd", id: "a", name: "x", arguments: "{}" },
+          { _tag: "Finish", reason: "stop" },
+          { _tag: "Usage", inputTokens: 1, outputTokens: 1, cachedInputTokens: 0, totalTokens: 2 }
+        ],
+        error: undefined
+      }),
+      ["2: deltas of a do not add up to its arguments", "3: Finish is not last", "4: Usage not right before Finish", "completed without a Finish"]
+    )
+  })
 })

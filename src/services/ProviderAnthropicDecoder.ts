@@ -91,9 +91,13 @@ export const makeAnthropicDecoder = (options: { readonly secrets: ReadonlyArray<
     if (block.type === "thinking" && block.signature !== "") {
       out.push({ _tag: "ReasoningSignature", signature: block.signature, provider: PROVIDER })
     } else if (block.type === "tool_use") {
-      // no input_json_delta at all: the start block's `input` is the whole argument object
-      const args = block.args !== "" ? block.args : JSON.stringify(block.input ?? {})
-      out.push({ _tag: "ToolCallEnd", id: block.id, name: block.name, arguments: args })
+      if (block.args === "") {
+        // no input_json_delta at all: the start block's `input` is the whole argument object; sent as one
+        // delta so the deltas still add up to the final arguments
+        block.args = JSON.stringify(block.input ?? {})
+        out.push({ _tag: "ToolCallDelta", id: block.id, argumentsDelta: block.args })
+      }
+      out.push({ _tag: "ToolCallEnd", id: block.id, name: block.name, arguments: block.args })
     }
   }
 

@@ -84,9 +84,18 @@ export const makeResponsesDecoder = (options: { readonly secrets: ReadonlyArray<
   const fail = (error: ErrorObject | null | undefined): Either.Either<DecodeStep, ProviderError> =>
     Either.left(classifyFailure({ provider: PROVIDER, error: error ?? undefined, secrets: options.secrets }))
 
-  const end = (call: CallState, args: string | null | undefined, out: Array<ProviderEvent>) => {
+  /**
+   * The `done` item's arguments are final; when the deltas fell short of them the rest is sent as one more
+   * delta, so the deltas always add up to the End's arguments. Arguments that contradict the deltas
+   * would break that, so the streamed text wins then.
+   */
+  const end = (call: CallState, final: string | null | undefined, out: Array<ProviderEvent>) => {
+    if (final != null && final !== call.args && final.startsWith(call.args)) {
+      out.push({ _tag: "ToolCallDelta", id: call.id, argumentsDelta: final.slice(call.args.length) })
+      call.args = final
+    }
     call.ended = true
-    out.push({ _tag: "ToolCallEnd", id: call.id, name: call.name, arguments: args ?? call.args })
+    out.push({ _tag: "ToolCallEnd", id: call.id, name: call.name, arguments: call.args })
   }
 
   const finish = (response: Response, reason: "completed" | "incomplete", out: Array<ProviderEvent>) => {

@@ -16,6 +16,10 @@
  *   //                       server.baseUrl("anthropic")   → http://127.0.0.1:PORT
  *   const requests = yield* server.awaitRequests(3)   // waits on the real condition, no sleeps
  *
+ * A CLI under test (a child process) finds it through its environment:
+ *   spawn("node", ["dist/main.js", "run", "hi"], { env: { ...process.env, ...server.childEnv("anthropic") } })
+ * `awaitClosed(n)` resolves when the client has dropped request n's connection (e.g. after an interrupt).
+ *
  * Replies (all in `Reply`):
  *   text(text, opts?) · toolCalls(calls, opts?) · scenario({ text, reasoning, toolCalls, finish, usage })
  *   sse(events)                         raw SSE event strings, sent one write each
@@ -119,6 +123,10 @@ export interface MockModelServer {
   readonly awaitRequests: (n: number) => Effect.Effect<ReadonlyArray<RecordedRequest>>
   /** Replies not yet consumed. */
   readonly pending: Effect.Effect<number>
+  /** Resolves once the connection of request `index` (1-based) is closed, by either side. */
+  readonly awaitClosed: (index: number) => Effect.Effect<void>
+  /** BATON_* variables pointing a child process at this server (the key is a dummy). */
+  readonly childEnv: (wire: Wire, model?: string) => Record<string, string>
 }
 
 const wireOf = (path: string): Wire | undefined =>
@@ -166,7 +174,11 @@ export const make = (options: { readonly replies?: ReadonlyArray<Reply> } = {}):
   Effect.gen(function*() {
     const queue: Array<Reply> = [...(options.replies ?? [])]
     const recorded: Array<RecordedRequest> = []
+    const closed = new Set<number>()
     const waiters = new Set<() => void>()
+    const wakeAll = () => {
+      for (const wake of waiters) wake()
+    }
     const server = Http.createServer((req, res) => {
       const chunks: Array<Buffer> = []
       req.on("data", (c: Buffer) => chunks.push(c))
@@ -175,7 +187,11 @@ export const make = (options: { readonly replies?: ReadonlyArray<Reply> } = {}):
         const json = parse(body)
         const request: RecordedRequest = { index: recorded.length + 1, method: req.method ?? "", path: req.url ?? "", headers: req.headers, body, json }
         recorded.push(request)
-        for (const wake of waiters) wake()
+        res.on("close", () => {
+          closed.add(request.index)
+          wakeAll()
+        })
+        wakeAll()
         const reply = queue.shift()
         if (reply === undefined) {
           res.writeHead(400, { "content-type": "application/json" })
@@ -201,12 +217,13 @@ export const make = (options: { readonly replies?: ReadonlyArray<Reply> } = {}):
         })
     )
     const url = `http://127.0.0.1:${port}`
-    const awaitRequests = (n: number) =>
-      Effect.async<ReadonlyArray<RecordedRequest>>((resume) => {
+    const when = <A>(ready: () => A | undefined) =>
+      Effect.async<A>((resume) => {
         const check = () => {
-          if (recorded.length < n) return
+          const value = ready()
+          if (value === undefined) return
           waiters.delete(check)
-          resume(Effect.succeed([...recorded]))
+          resume(Effect.succeed(value))
         }
         waiters.add(check)
         check()
@@ -217,7 +234,14 @@ export const make = (options: { readonly replies?: ReadonlyArray<Reply> } = {}):
       baseUrl: (wire) => (wire === "anthropic" ? url : `${url}/v1`),
       enqueue: (...replies) => Effect.sync(() => void queue.push(...replies)),
       requests: Effect.sync(() => [...recorded]),
-      awaitRequests,
-      pending: Effect.sync(() => queue.length)
+      awaitRequests: (n) => when(() => (recorded.length >= n ? [...recorded] : undefined)),
+      pending: Effect.sync(() => queue.length),
+      awaitClosed: (index) => when(() => (closed.has(index) ? true : undefined)),
+      childEnv: (wire, model = "mock-model") => ({
+        BATON_PROVIDER: wire,
+        BATON_BASE_URL: wire === "anthropic" ? url : `${url}/v1`,
+        BATON_MODEL: model,
+        BATON_API_KEY: "sk-mock-not-a-real-key"
+      })
     }
   })

@@ -91,6 +91,48 @@ export const liveProvider = (wire: Wire, live: LiveSettings): Effect.Effect<Prov
   return make.pipe(Effect.provide(FetchHttpClient.layer))
 }
 
+/**
+ * The stream contract every Provider keeps, as a list of violations (empty when kept): per call, Start
+ * first, deltas, at most one End whose arguments are the deltas joined; Usage at most once, right before
+ * Finish; Finish at most once and last; a stream that completed has a Finish and ended every call.
+ */
+export const violations = (outcome: Outcome): ReadonlyArray<string> => {
+  const problems: Array<string> = []
+  const started = new Set<string>()
+  const ended = new Set<string>()
+  const args = new Map<string, string>()
+  outcome.events.forEach((e, i) => {
+    const last = i === outcome.events.length - 1
+    switch (e._tag) {
+      case "ToolCallStart":
+        if (started.has(e.id)) problems.push(`${i}: second Start for ${e.id}`)
+        started.add(e.id)
+        args.set(e.id, "")
+        break
+      case "ToolCallDelta":
+        if (!started.has(e.id) || ended.has(e.id)) problems.push(`${i}: Delta outside ${e.id}'s Start..End`)
+        args.set(e.id, (args.get(e.id) ?? "") + e.argumentsDelta)
+        break
+      case "ToolCallEnd":
+        if (!started.has(e.id) || ended.has(e.id)) problems.push(`${i}: End outside ${e.id}'s Start..`)
+        if (args.get(e.id) !== e.arguments) problems.push(`${i}: deltas of ${e.id} do not add up to its arguments`)
+        ended.add(e.id)
+        break
+      case "Usage":
+        if (outcome.events[i + 1]?._tag !== "Finish") problems.push(`${i}: Usage not right before Finish`)
+        break
+      case "Finish":
+        if (!last) problems.push(`${i}: Finish is not last`)
+        break
+    }
+  })
+  if (outcome.error === undefined) {
+    if (outcome.events.at(-1)?._tag !== "Finish") problems.push("completed without a Finish")
+    for (const id of started) if (!ended.has(id)) problems.push(`call ${id} never ended`)
+  }
+  return problems
+}
+
 /** Serves one raw fixture file to the live layer of `wire` and runs one request through it. */
 export const serveFixture = (
   wire: Wire,
@@ -100,5 +142,7 @@ export const serveFixture = (
     const server = yield* MockModelServer.make({ replies: [MockModelServer.Reply.fixture(fixture)] })
     const provider = yield* liveProvider(wire, settings(server.baseUrl(wire)))
     const outcome = yield* run(provider.stream(request()))
+    const broken = violations(outcome)
+    if (broken.length > 0) return yield* Effect.dieMessage(`${fixture} broke the stream contract: ${broken.join("; ")}`)
     return { ...outcome, requests: yield* server.requests }
   })

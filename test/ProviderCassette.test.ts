@@ -125,7 +125,7 @@ describe("record a live provider, replay without the network", () => {
           Reply.errorFixture("errors/anthropic/429-rate-limit-error")
         ]
       })
-      const env = Effect.withConfigProvider(ConfigProvider.fromMap(new Map([["ANTHROPIC_API_KEY", "sk-test-cassette"]])))
+      const env = Effect.withConfigProvider(ConfigProvider.fromMap(new Map([["BATON_API_KEY", "sk-test-cassette"]])))
       const live = { provider: "anthropic", model: "claude-test", baseUrl: server.baseUrl("anthropic"), recordTo: path } as const
       const recorded = yield* runAll([first, second]).pipe(Effect.provide(layerFromOptions(live)), env)
       assert.isAbove(recorded[0]?.events.length ?? 0, 100)

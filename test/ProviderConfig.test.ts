@@ -60,7 +60,7 @@ describe("resolveProviderSettings", () => {
       assert.isTrue(Option.isNone(s.live.apiKey))
     }))
 
-  it.effect("BATON_API_KEY wins over the provider's own variable; anthropic falls back to ANTHROPIC_API_KEY", () =>
+  it.effect("BATON_API_KEY wins over the vendor's variable; anthropic falls back to ANTHROPIC_API_KEY", () =>
     Effect.gen(function*() {
       const both = live(yield* resolve({ BATON_PROVIDER: "anthropic", BATON_MODEL: "c", BATON_API_KEY: "baton", ANTHROPIC_API_KEY: "anth" }))
       assert.strictEqual(Option.getOrUndefined(Option.map(both.live.apiKey, Redacted.value)), "baton")
@@ -69,9 +69,21 @@ describe("resolveProviderSettings", () => {
       assert.strictEqual(fallback.live.baseUrl, "https://api.anthropic.com")
     }))
 
+  it.effect("a vendor's key never goes to another host; BATON_API_KEY does", () =>
+    Effect.gen(function*() {
+      const proxy = { BATON_MODEL: "m", BATON_BASE_URL: "https://proxy.example.com/v1", OPENAI_API_KEY: TEST_KEY }
+      const chat = live(yield* resolve(proxy))
+      assert.isTrue(Option.isNone(chat.live.apiKey))
+      const responses = yield* failure({ ...proxy, BATON_PROVIDER: "openai-responses" })
+      assert.strictEqual(responses.field, "BATON_API_KEY")
+      assert.include(responses.message, "OPENAI_API_KEY is only sent to openai.com")
+      const explicit = live(yield* resolve({ ...proxy, BATON_API_KEY: "for-the-proxy" }))
+      assert.strictEqual(Option.getOrUndefined(Option.map(explicit.live.apiKey, Redacted.value)), "for-the-proxy")
+    }))
+
   it.effect("options beat the environment, which beats defaults", () =>
     Effect.gen(function*() {
-      const env = { BATON_MODEL: "env-model", BATON_BASE_URL: "http://env:1/v1", BATON_STALL_TIMEOUT_MS: "2000", OPENAI_API_KEY: "k" }
+      const env = { BATON_MODEL: "env-model", BATON_BASE_URL: "http://env:1/v1", BATON_STALL_TIMEOUT_MS: "2000", BATON_API_KEY: "k" }
       const s = live(yield* resolve(env, { model: "cli-model" }, { model: "file-model", baseUrl: "http://file:1/v1", provider: "openai-responses", firstByteTimeoutMs: 1234 }))
       assert.strictEqual(s.kind, "openai-responses")
       assert.strictEqual(s.live.model, "cli-model")
@@ -102,7 +114,7 @@ describe("layerFromOptions", () => {
       const layer = layerFromOptions({ provider: "openai-chat", model: "cli-model", baseUrl: server.baseUrl("openai-chat") })
       const { events, error } = yield* Effect.flatMap(Provider, (p) => run(p.stream(request()))).pipe(
         Effect.provide(layer),
-        withEnv({ OPENAI_API_KEY: TEST_KEY })
+        withEnv({ BATON_API_KEY: TEST_KEY })
       )
       assert.isUndefined(error)
       assert.deepStrictEqual(collapse(events)[0], { _tag: "TextDelta", text: "hello from the mock" })

@@ -16,7 +16,8 @@ import * as ProviderOpenAiResponses from "./ProviderOpenAiResponses.js"
  * Redacted; no message here ever contains one.
  *
  * Environment: BATON_PROVIDER (openai-chat | anthropic | openai-responses | replay), BATON_MODEL,
- * BATON_BASE_URL, BATON_API_KEY (falling back to OPENAI_API_KEY or ANTHROPIC_API_KEY by provider),
+ * BATON_BASE_URL, BATON_API_KEY (falling back to OPENAI_API_KEY or ANTHROPIC_API_KEY, by provider,
+ * for that vendor's own hosts only),
  * BATON_FIRST_BYTE_TIMEOUT_MS, BATON_STALL_TIMEOUT_MS, BATON_CASSETTE (replay), BATON_RECORD_CASSETTE.
  */
 
@@ -60,7 +61,6 @@ const env = (name: string) =>
 const envKey = (name: string) =>
   Config.option(Config.redacted(name)).pipe(
     Effect.map(Option.filter((value) => Redacted.value(value).trim() !== "")),
-    Effect.map(Option.map((value) => ({ name, value }))),
     Effect.mapError(() => fail(name, `${name} cannot be read`))
   )
 
@@ -73,12 +73,18 @@ const positiveMs = (field: string, value: string | number | undefined, fallback:
   return Number.isInteger(n) && n > 0 ? Effect.succeed(n) : Effect.fail(fail(field, `${field} must be a positive integer (milliseconds), got "${value}"`))
 }
 
-const keyVariables = (kind: LiveKind) =>
-  ["BATON_API_KEY", kind === "anthropic" ? "ANTHROPIC_API_KEY" : "OPENAI_API_KEY"] as const
+/**
+ * A vendor's own variable is only ever sent to that vendor: a base URL from a workspace settings file
+ * must not be able to collect the user's OPENAI_API_KEY. Other hosts get BATON_API_KEY or nothing.
+ */
+const VENDOR: Record<LiveKind, { readonly variable: string; readonly host: RegExp; readonly domain: string }> = {
+  "openai-chat": { variable: "OPENAI_API_KEY", host: /(^|\.)openai\.com$/, domain: "openai.com" },
+  "openai-responses": { variable: "OPENAI_API_KEY", host: /(^|\.)openai\.com$/, domain: "openai.com" },
+  "anthropic": { variable: "ANTHROPIC_API_KEY", host: /(^|\.)anthropic\.com$/, domain: "anthropic.com" }
+}
 
-/** Local servers (Ollama, llama.cpp, vLLM…) take no key; the hosted APIs always need one. */
-const needsKey = (kind: LiveKind, baseUrl: URL) =>
-  kind !== "openai-chat" || /(^|\.)openai\.com$/.test(baseUrl.hostname)
+/** Local servers (Ollama, llama.cpp, vLLM…) take no key; the hosted API formats always need one. */
+const needsKey = (kind: LiveKind, baseUrl: URL) => kind !== "openai-chat" || VENDOR[kind].host.test(baseUrl.hostname)
 
 /** Resolves options > environment > defaults into settings, or a ConfigError naming what to set. */
 export const resolveProviderSettings = (options: ProviderOptions = {}, defaults: ProviderOptions = {}) =>
@@ -104,13 +110,19 @@ export const resolveProviderSettings = (options: ProviderOptions = {}, defaults:
     if (url === undefined || (url.protocol !== "http:" && url.protocol !== "https:")) {
       return yield* fail("BATON_BASE_URL", `base URL "${rawUrl}" is not an http(s) URL`)
     }
-    const [primary, fallback] = keyVariables(kind)
-    const primaryKey = yield* envKey(primary)
-    const fallbackKey = yield* envKey(fallback)
-    const fromEnv = Option.orElse(primaryKey, () => fallbackKey)
-    const apiKey = Option.orElse(Option.fromNullable(options.apiKey), () => Option.map(fromEnv, (k) => k.value))
+    const vendor = VENDOR[kind]
+    const ownHost = vendor.host.test(url.hostname)
+    const batonKey = yield* envKey("BATON_API_KEY")
+    const vendorKey = ownHost ? yield* envKey(vendor.variable) : Option.none()
+    const apiKey = Option.orElse(
+      Option.fromNullable(options.apiKey),
+      () => Option.orElse(batonKey, () => vendorKey)
+    )
     if (Option.isNone(apiKey) && needsKey(kind, url)) {
-      return yield* fail(primary, `no API key for ${kind} at ${url.origin}: set ${primary} or ${fallback}`)
+      const how = ownHost
+        ? `set BATON_API_KEY or ${vendor.variable}`
+        : `set BATON_API_KEY (${vendor.variable} is only sent to ${vendor.domain})`
+      return yield* fail("BATON_API_KEY", `no API key for ${kind} at ${url.origin}: ${how}`)
     }
     const firstByteMs = yield* positiveMs(
       "BATON_FIRST_BYTE_TIMEOUT_MS",

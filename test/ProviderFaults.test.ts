@@ -7,12 +7,19 @@ import { Reply } from "./support/MockModelServer.js"
 import type { Wire } from "./support/MockWire.js"
 import { collapse, liveProvider, request, run, settings } from "./support/ProviderHarness.js"
 
-/** Short configured timeouts: every fault resolves in well under a second of real time. */
-const timeouts = { firstByteMs: 150, stallMs: 150 }
+/**
+ * Only the timeout under test is short (150 ms), so every fault resolves in well under a second of real
+ * time; the other stays long so a busy machine cannot turn one fault into another.
+ */
+const SHORT = 150
+const LONG = 10_000
+const firstByte = { firstByteMs: SHORT, stallMs: LONG }
+const stall = { firstByteMs: LONG, stallMs: SHORT }
+const patient = { firstByteMs: LONG, stallMs: LONG }
 
 const WIRES: ReadonlyArray<Wire> = ["openai-chat", "anthropic", "openai-responses"]
 
-const against = (wire: Wire, reply: Reply) =>
+const against = (wire: Wire, reply: Reply, timeouts = patient) =>
   Effect.gen(function*() {
     const server = yield* MockModelServer.make({ replies: [reply] })
     const provider = yield* liveProvider(wire, settings(server.baseUrl(wire), { timeouts }))
@@ -32,17 +39,17 @@ for (const wire of WIRES) {
   describe(`${wire} faults`, () => {
     it.scopedLive("no answer at all → ProviderTimeout{first_byte}", () =>
       Effect.gen(function*() {
-        const { events, error } = yield* against(wire, Reply.text("never sent", {}, { hang: true }))
+        const { events, error } = yield* against(wire, Reply.text("never sent", {}, { hang: true }), firstByte)
         assert.deepStrictEqual(events, [])
         assert.deepStrictEqual(error?._tag === "ProviderTimeout" && { phase: error.phase, afterMs: error.afterMs }, {
           phase: "first_byte",
-          afterMs: 150
+          afterMs: SHORT
         })
       }))
 
     it.scopedLive("headers but no body byte → ProviderTimeout{first_byte}", () =>
       Effect.gen(function*() {
-        const { error } = yield* against(wire, Reply.text("never sent", {}, { stallAfter: 0 }))
+        const { error } = yield* against(wire, Reply.text("never sent", {}, { stallAfter: 0 }), firstByte)
         assert.strictEqual(error?._tag === "ProviderTimeout" ? error.phase : error?._tag, "first_byte")
       }))
 
@@ -55,7 +62,7 @@ for (const wire of WIRES) {
 
     it.scopedLive("silence mid-stream → ProviderTimeout{stall}, after the events that arrived", () =>
       Effect.gen(function*() {
-        const { events, error } = yield* against(wire, Reply.text(["one ", "two ", "three"], {}, { stallAfter: 4 }))
+        const { events, error } = yield* against(wire, Reply.text(["one ", "two ", "three"], {}, { stallAfter: 4 }), stall)
         assert.strictEqual(error?._tag === "ProviderTimeout" ? error.phase : error?._tag, "stall")
         assert.isTrue(events.length > 0 && events.every((e) => e._tag === "TextDelta"))
         assert.isTrue("one two three".startsWith(events.map((e) => (e._tag === "TextDelta" ? e.text : "")).join("")))
@@ -77,7 +84,7 @@ for (const wire of WIRES) {
       Effect.gen(function*() {
         const port = yield* closedPort
         const base = wire === "anthropic" ? `http://127.0.0.1:${port}` : `http://127.0.0.1:${port}/v1`
-        const provider = yield* liveProvider(wire, settings(base, { timeouts }))
+        const provider = yield* liveProvider(wire, settings(base, { timeouts: patient }))
         const { error } = yield* run(provider.stream(request()))
         assert.strictEqual(error?._tag, "ProviderConnectionLost")
         assert.include(error?.message, "ECONNREFUSED")

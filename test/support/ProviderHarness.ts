@@ -77,7 +77,7 @@ export const settings = (baseUrl: string, overrides: Partial<LiveSettings> = {})
   model: "test-model",
   baseUrl,
   apiKey: Option.some(Redacted.make(TEST_KEY)),
-  timeouts: { firstByteMs: 5_000, stallMs: 5_000 },
+  timeouts: { firstByteMs: 10_000, stallMs: 10_000 },
   ...overrides
 })
 

@@ -1,6 +1,6 @@
 import { Context, type Effect, type Option, type Stream } from "effect"
 import type { Conversation, ConversationSettings, ConversationSettingsInput } from "../domain/Conversation.js"
-import type { ChunkSeqError, NotFound, StoreError } from "../domain/Errors.js"
+import type { ChunkSeqError, InvalidInput, NotFound, StoreError } from "../domain/Errors.js"
 import type { Chunk, StopReasonValue, TaskEvent } from "../domain/Events.js"
 import type { ConversationId, MessageId, Otid, RunId } from "../domain/Ids.js"
 import type { ToolCall } from "../domain/Messages.js"
@@ -40,6 +40,7 @@ export interface StoredItem {
   readonly createdAt: number
 }
 
+/** A delta as an item is a caller bug: `commit` dies before writing anything. */
 export interface NewItem {
   readonly item: TaskEvent
   /** Model context only (carry-over, the `[context_summary]` message): never shown as a real event. */
@@ -70,7 +71,11 @@ export interface Page<A> {
   readonly next?: string
 }
 
-/** Chronological cursors: `before` always means older, `after` always newer (positions). */
+/**
+ * Chronological cursors: `before` always means older, `after` always newer (positions). With `after`
+ * the page is the oldest `limit` items after it (up to `before`); otherwise the newest `limit` items
+ * before `before` (or of all). Pages are always in chronological order; limit 100 by default, max 1000.
+ */
 export interface ItemQuery {
   readonly before?: number
   readonly after?: number
@@ -88,11 +93,11 @@ export class Store extends Context.Tag("baton/Store")<Store, {
     options?: { readonly title?: string }
   ) => Effect.Effect<Conversation, StoreError>
   readonly getConversation: (id: ConversationId) => Effect.Effect<Conversation, NotFound | StoreError>
-  /** Newest (most recently updated) first. */
+  /** Newest (most recently updated: created, updated or committed to) first; a bad cursor is InvalidInput. */
   readonly listConversations: (options?: {
     readonly limit?: number
     readonly before?: string
-  }) => Effect.Effect<Page<Conversation>, StoreError>
+  }) => Effect.Effect<Page<Conversation>, InvalidInput | StoreError>
   readonly updateConversation: (
     id: ConversationId,
     patch: { readonly settings?: ConversationSettings; readonly title?: string }
@@ -106,12 +111,16 @@ export class Store extends Context.Tag("baton/Store")<Store, {
   /** What the model sees next: the current segment's in-context items, in order. */
   readonly modelContext: (id: ConversationId) => Effect.Effect<ReadonlyArray<StoredItem>, NotFound | StoreError>
   readonly currentSegment: (id: ConversationId) => Effect.Effect<number, NotFound | StoreError>
-  /** One segment of the trace as JSONL, one TaskEvent per line (`trace_001.jsonl`). */
+  /**
+   * One segment of the trace as JSONL (`trace_001.jsonl`): each in-trace item's JSON exactly as
+   * stored, one per line, each line ending in `\n`; "" for a segment with no items.
+   */
   readonly exportSegment: (id: ConversationId, segment: number) => Effect.Effect<string, NotFound | StoreError>
   /** Tool calls of the current context without a tool_return, in call order. */
   readonly pendingApprovals: (id: ConversationId) => Effect.Effect<ReadonlyArray<ToolCall>, NotFound | StoreError>
   /**
-   * What to show on resume: walking back to `primary` user/assistant/reasoning/summary messages
+   * What to show on resume, from the whole trace (across segments): its messages, walking back to
+   * `primary` user/assistant/reasoning/summary messages
    * (default 10), at most `cap` items (default 40), never starting with an orphan tool_return.
    */
   readonly backfill: (

@@ -3,7 +3,8 @@ import type { RecencyKey } from "../../domain/ItemLog.js"
 
 /**
  * The store's read statements, one place, so the index test can EXPLAIN exactly what runs.
- * Each one is served by an index of the schema (named beside it).
+ * The resume-path queries name their index (INDEXED BY): SQLite then fails the statement rather than
+ * silently fall back to a scan if the index ever goes missing or stops matching.
  */
 
 const ITEM = "id, conversation_id, position, segment, in_context, in_trace, body, created_at"
@@ -37,29 +38,31 @@ export const makeQueries = (sql: SqlClient) => {
     itemById: (id: string) => sql`SELECT ${item} FROM items WHERE id = ${id}`,
     // items_context
     contextItems: (id: string, segment: number) =>
-      sql`SELECT ${item} FROM items WHERE conversation_id = ${id} AND segment = ${segment} AND in_context = 1
+      sql`SELECT ${item} FROM items INDEXED BY items_context
+          WHERE conversation_id = ${id} AND segment = ${segment} AND in_context = 1
           ORDER BY position`,
     // items_trace
     traceBodies: (id: string, segment: number) =>
-      sql<{ readonly body: string }>`SELECT body FROM items
+      sql<{ readonly body: string }>`SELECT body FROM items INDEXED BY items_trace
           WHERE conversation_id = ${id} AND segment = ${segment} AND in_trace = 1 ORDER BY position`,
     // open_calls primary key, then items_position per call
     openCallItems: (id: string) =>
       sql`SELECT ${sql.literal(ITEM.split(", ").map((c) => `i.${c}`).join(", "))}
-          FROM open_calls o JOIN items i ON i.conversation_id = o.conversation_id AND i.position = o.position
+          FROM open_calls o JOIN items i INDEXED BY items_position ON i.conversation_id = o.conversation_id AND i.position = o.position
           WHERE o.conversation_id = ${id} ORDER BY o.position`,
     openCalls: (id: string) =>
       sql<{ readonly position: number; readonly tool_call_id: string }>`SELECT position, tool_call_id
           FROM open_calls WHERE conversation_id = ${id} ORDER BY position`,
     // items_render, walked backwards from the end
     renderTail: (id: string, cap: number) =>
-      sql`SELECT ${item} FROM items WHERE conversation_id = ${id} AND in_trace = 1 AND is_message = 1
+      sql`SELECT ${item} FROM items INDEXED BY items_render
+          WHERE conversation_id = ${id} AND in_trace = 1 AND is_message = 1
           ORDER BY position DESC LIMIT ${cap}`,
 
     // runs primary key / runs_otid / runs_running
     runById: (id: string) => sql`SELECT ${run} FROM runs WHERE id = ${id}`,
     runByOtid: (id: string, otid: string) =>
-      sql`SELECT ${run} FROM runs WHERE conversation_id = ${id} AND otid = ${otid}`,
+      sql`SELECT ${run} FROM runs INDEXED BY runs_otid WHERE conversation_id = ${id} AND otid = ${otid}`,
     activeRun: (id: string) =>
       sql`SELECT ${run} FROM runs WHERE conversation_id = ${id} AND status = 'running'
           ORDER BY created_at DESC, rowid DESC LIMIT 1`,
@@ -69,7 +72,7 @@ export const makeQueries = (sql: SqlClient) => {
           WHERE conversation_id = ${id} AND id IN ${sql.in(runIds)}`,
     // chunks_seq
     chunksAfter: (runId: string, after: number, limit: number) =>
-      sql`SELECT seq, body FROM chunks WHERE run_id = ${runId} AND seq > ${after} ORDER BY seq LIMIT ${limit}`
+      sql`SELECT seq, body FROM chunks INDEXED BY chunks_seq WHERE run_id = ${runId} AND seq > ${after} ORDER BY seq LIMIT ${limit}`
   } as const
 }
 

@@ -122,20 +122,19 @@ describe("StoreSqlite bad state", () => {
       Fs.chmodSync(locked, 0o555)
       yield* Effect.addFinalizer(() => Effect.sync(() => Fs.chmodSync(locked, 0o755)))
       const before = fingerprint(locked)
-      for (const filename of [Path.join(locked, "baton.db"), existing]) {
-        const out = execFileSync(process.execPath, ["--import", "tsx", "test/support/openStore.ts", filename], {
-          encoding: "utf8",
-          ...(asRoot ? { uid: 65534, gid: 65534 } : {})
-        })
-        const result = JSON.parse(out.trim().split("\n").at(-1)!)
-        assert.deepStrictEqual(
-          [result.error?._tag, result.error?.reason, result.error?.path],
-          ["StoreError", "read_only", filename],
-          out
-        )
-        assert.match(result.error.message, /writable/)
-        assert.include(result.error.message, filename)
-      }
+      const filenames = [Path.join(locked, "baton.db"), existing]
+      const out = execFileSync(process.execPath, ["--import", "tsx", "test/support/openStore.ts", ...filenames], {
+        encoding: "utf8",
+        ...(asRoot ? { uid: 65534, gid: 65534 } : {})
+      })
+      const results = out.trim().split("\n").map((line) => JSON.parse(line))
+      assert.strictEqual(results.length, 2, out)
+      filenames.forEach((filename, k) => {
+        const { error } = results[k]
+        assert.deepStrictEqual([error?._tag, error?.reason, error?.path], ["StoreError", "read_only", filename], out)
+        assert.match(error.message, /writable/)
+        assert.include(error.message, filename)
+      })
       assert.deepStrictEqual(fingerprint(locked), before)
     }))
 })

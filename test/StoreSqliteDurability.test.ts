@@ -17,8 +17,6 @@ const requireHere = createRequire(import.meta.url)
 const KILLS_PER_LANE = 11
 const LANES = 2
 const STEPS_PER_RUN = 5
-/** Writers started ahead of their turn, so loading overlaps the previous one's run. */
-const PRELOADED = 1
 
 /**
  * The writer child (test/support/storeWriter.ts with the real store modules), bundled once with
@@ -152,17 +150,21 @@ const verify = (filename: string, reported: ReadonlyArray<Reported>, finished: M
     }).pipe(Effect.provide(layerSqlite({ filename })))
   })
 
-/** One file, killed KILLS_PER_LANE times; the next writers are already loading while the current one runs. */
+/** One file, killed KILLS_PER_LANE times; the next writer is already loading while the current one runs. */
 const lane = (bundle: string, filename: string) =>
   Effect.gen(function*() {
+    // Every child is killed when the lane ends, whether it passes, fails or is interrupted.
+    const spawnWriter = Effect.acquireRelease(
+      Effect.sync(() => startWriter(bundle, filename)),
+      (w) => Effect.promise(() => w.kill())
+    )
     const reported: Array<Reported> = []
     const finished = new Map<string, number>()
-    const waiting = Array.from({ length: PRELOADED }, () => startWriter(bundle, filename))
-    yield* Effect.addFinalizer(() => Effect.promise(() => Promise.all(waiting.map((w) => w.kill()))))
+    let next = yield* spawnWriter
     for (let round = 0; round < KILLS_PER_LANE; round++) {
-      const writer = waiting.shift()!
+      const writer = next
       writer.go()
-      if (round + waiting.length + 1 < KILLS_PER_LANE) waiting.push(startWriter(bundle, filename))
+      if (round + 1 < KILLS_PER_LANE) next = yield* spawnWriter
       // Sometimes while it is still opening the file (or migrating it), mostly mid-loop.
       const target = Math.random() < 0.15 ? 0 : 1 + Math.floor(Math.random() * 25)
       if (target > 0) yield* Effect.promise(() => writer.reportedAtLeast(target))

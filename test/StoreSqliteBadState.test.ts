@@ -94,7 +94,10 @@ describe("StoreSqlite bad state", () => {
     Effect.gen(function*() {
       const dir = yield* tempDir
       const filename = Path.join(dir, "baton.db")
-      yield* Effect.scoped(Effect.flatMap(rawSqlite(filename), (sql) => sql.unsafe(`CREATE TABLE notes (body TEXT)`)))
+      // Rollback-journal mode, as most programs leave it: opening it in WAL mode would rewrite its header.
+      yield* Effect.scoped(
+        Effect.flatMap(rawSqlite(filename, { disableWAL: true }), (sql) => sql.unsafe(`CREATE TABLE notes (body TEXT)`))
+      )
       yield* expectRefusal(dir, filename, "corrupt", /did not create/)
     }))
 

@@ -20,5 +20,5 @@ export const fingerprint = (dir: string) =>
   })
 
 /** A plain connection to a file, outside the Store, to inspect or tamper with it. */
-export const rawSqlite = (filename: string) =>
-  SqliteClient.make({ filename }).pipe(Effect.provide(Reactivity.layer))
+export const rawSqlite = (filename: string, options?: { readonly disableWAL?: boolean }) =>
+  SqliteClient.make({ filename, ...options }).pipe(Effect.provide(Reactivity.layer))

@@ -1,6 +1,6 @@
 import { SqlClient } from "@effect/sql/SqlClient"
 import { assert, describe, it } from "@effect/vitest"
-import { ConfigProvider, Effect, Layer } from "effect"
+import { ConfigProvider, Context, Effect, Layer } from "effect"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
@@ -10,6 +10,7 @@ import { APPLICATION_ID, MIGRATIONS_TABLE, SCHEMA_VERSION } from "../src/service
 import { Store } from "../src/services/Store.js"
 import { defaultFilename, layerDefault, layerSqlite } from "../src/services/StoreSqlite.js"
 import { append, call, chunk, readAll, user } from "./support/contract/fixtures.js"
+import { rawSqlite } from "./support/sqliteFiles.js"
 import { tempDir } from "./support/tempDir.js"
 
 const mode = (file: string) => Fs.statSync(file).mode & 0o777
@@ -84,5 +85,39 @@ describe("StoreSqlite file", () => {
       }
       const full = yield* Effect.scoped(Effect.flatMap(openDatabase({ filename, synchronous: "full" }), (sql) => pragma(sql, "synchronous")))
       assert.strictEqual(full, 2)
+    }))
+
+  it.scoped("a write blocked by another connection's lock fails after the busy timeout, keeps nothing, then succeeds", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      const filename = Path.join(dir, "baton.db")
+      yield* Effect.gen(function*() {
+        const store = yield* Store
+        const c = yield* store.createConversation({})
+        yield* append(c.id, user("before"))
+        const other = yield* rawSqlite(filename)
+        yield* other.unsafe("BEGIN IMMEDIATE")
+        const blocked = yield* Effect.flip(append(c.id, user("blocked"), user("blocked too")))
+        assert.strictEqual(blocked._tag, "StoreError")
+        if (blocked._tag === "StoreError") {
+          assert.deepStrictEqual([blocked.reason, blocked.path], ["io", filename])
+          assert.match(blocked.message, /locked by another process/)
+        }
+        yield* other.unsafe("ROLLBACK")
+        const after = yield* append(c.id, user("after"))
+        assert.deepStrictEqual(after.map((i) => i.position), [2])
+        assert.strictEqual((yield* store.listItems(c.id)).length, 2)
+      }).pipe(Effect.provide(layerSqlite({ filename, busyTimeoutMs: 50 })))
+    }))
+
+  it.effect("a store used after its layer closed fails with StoreError(closed)", () =>
+    Effect.gen(function*() {
+      const store = yield* Effect.scoped(Effect.gen(function*() {
+        const dir = yield* tempDir
+        const context = yield* Layer.build(layerSqlite({ filename: Path.join(dir, "baton.db") }))
+        return Context.get(context, Store)
+      }))
+      const error = yield* Effect.flip(store.createConversation({}))
+      assert.deepStrictEqual([error._tag, error.reason], ["StoreError", "closed"])
     }))
 })

@@ -56,6 +56,13 @@ export const newerSchemaError = (path: string, found: number, known: number) =>
 export const classify = (path: string, error: unknown): StoreError => {
   const code = codeOf(error)
   const detail = detailOf(error)
+  if (detail.includes("database connection is not open")) {
+    return new StoreError({
+      reason: "closed",
+      path,
+      message: `The store on ${path} was already closed (its layer's scope ended); this is a bug in the caller.`
+    })
+  }
   if (code.startsWith("SQLITE_CORRUPT") || code === "SQLITE_NOTADB") {
     return corruptError(path, `is damaged or is not a SQLite database (${detail})`)
   }
@@ -88,12 +95,17 @@ export const guard = (path: string) => <A, E, R>(effect: Effect.Effect<A, E | Sq
     Effect.catchSomeDefect((d) => (isSqlError(d) ? Option.some(Effect.fail(classify(path, d))) : Option.none()))
   ) as Effect.Effect<A, Exclude<E, SqlError> | StoreError, R>
 
-/** Another process holding the write lock past busy_timeout, or a stale read snapshot: retry the whole write. */
-const isBusy = (e: unknown) => isSqlError(e) && codeOf(e).startsWith("SQLITE_BUSY")
+/**
+ * Failures that end at once and pass: a stale snapshot, another connection recovering the WAL. A plain
+ * SQLITE_BUSY has already waited the whole busy timeout (with the event loop blocked, since
+ * better-sqlite3 is synchronous), so it is reported rather than waited for again.
+ */
+const isTransientBusy = (e: unknown) =>
+  isSqlError(e) && (codeOf(e) === "SQLITE_BUSY_SNAPSHOT" || codeOf(e) === "SQLITE_BUSY_RECOVERY")
 
 export const retryBusy = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
   Effect.retry(effect, {
-    while: isBusy,
+    while: isTransientBusy,
     schedule: Schedule.exponential("20 millis").pipe(Schedule.jittered, Schedule.intersect(Schedule.recurs(5)))
   })
 

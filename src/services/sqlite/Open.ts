@@ -16,6 +16,8 @@ export interface OpenOptions {
    * but never corrupts. `full`: a commit also survives a power cut, at one fsync per commit.
    */
   readonly synchronous?: "normal" | "full"
+  /** How long a write waits for another process's write lock before failing (default 5000 ms). */
+  readonly busyTimeoutMs?: number
 }
 
 const attempt = <A>(path: string, f: () => A): Effect.Effect<A, StoreError> =>
@@ -119,7 +121,7 @@ export const openDatabase = (options: OpenOptions): Effect.Effect<SqlClient, Sto
     const run = guard(path)
     // The client sets only journal_mode; SQLite would pick FULL on a new file and NORMAL on reopen.
     yield* run(sql.unsafe(`PRAGMA synchronous = ${options.synchronous === "full" ? "FULL" : "NORMAL"}`))
-    yield* run(sql.unsafe(`PRAGMA busy_timeout = 5000`))
+    yield* run(sql.unsafe(`PRAGMA busy_timeout = ${Math.max(0, Math.floor(options.busyTimeoutMs ?? 5000))}`))
     yield* run(sql.unsafe(`PRAGMA foreign_keys = ON`))
     const [mode] = yield* run(sql<{ readonly journal_mode: string }>`PRAGMA journal_mode`)
     if (mode?.journal_mode !== "wal") {

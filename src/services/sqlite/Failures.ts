@@ -89,11 +89,12 @@ const isSqlError = (u: unknown): u is SqlError => u instanceof SqlError
  * SQL failures become StoreErrors. @effect/sql turns a failed COMMIT or ROLLBACK into a defect, so
  * defects carrying a SqlError are mapped too; any other defect stays a defect (it is a bug).
  */
-export const guard = (path: string) => <A, E, R>(effect: Effect.Effect<A, E | SqlError, R>) =>
+export const guard = (path: string) =>
+<A, E, R>(effect: Effect.Effect<A, E | SqlError, R>): Effect.Effect<A, Exclude<E, SqlError> | StoreError, R> =>
   effect.pipe(
-    Effect.catchIf(isSqlError, (e) => Effect.fail(classify(path, e))),
+    Effect.catchIf((e): e is SqlError => isSqlError(e), (e) => Effect.fail(classify(path, e))),
     Effect.catchSomeDefect((d) => (isSqlError(d) ? Option.some(Effect.fail(classify(path, d))) : Option.none()))
-  ) as Effect.Effect<A, Exclude<E, SqlError> | StoreError, R>
+  )
 
 /**
  * Failures that end at once and pass: a stale snapshot, another connection recovering the WAL. A plain

@@ -23,6 +23,12 @@ export const closeDeadRun = (store: Store["Type"], run: Run) =>
     const shown = chunks.filter((c, i) =>
       c.type === "tool_call" || (i > lastEnd && (c.type === "assistant_message" || c.type === "reasoning_message"))
     )
+    // Text still streaming when the process died exists only as deltas; keep it in the trace too.
+    const lastMessage = chunks.findLastIndex((c) => c.type === "assistant_message" || c.type === "tool_call" || c.type === "reasoning_message")
+    const openText = chunks
+      .slice(Math.max(lastMessage, lastBegin) + 1)
+      .flatMap((c) => (c.type === "text_delta" ? [c.content] : []))
+      .join("")
     const feed = yield* makeRunFeed(store, run.id)
     const writer = yield* makeRunWriter(store, feed, run.conversationId, run.id, run.lastSeq)
     const last: ReadonlyArray<TaskEvent> = [
@@ -30,7 +36,12 @@ export const closeDeadRun = (store: Store["Type"], run: Run) =>
       { type: "stop_reason", reason: "error", error: PROCESS_STOPPED }
     ]
     yield* writer.emit(last.map((event) => ({ event, record: "item" as const })), {
-      before: shown.map((item): NewItem => ({ item, traceOnly: true })),
+      before: [
+        ...shown.map((item): NewItem => ({ item, traceOnly: true })),
+        ...(openRequest && openText.length > 0
+          ? [{ item: { type: "assistant_message", content: openText, run_id: run.id }, traceOnly: true } satisfies NewItem]
+          : [])
+      ],
       finish: { status: "failed", stopReason: "error", onCommitted: Effect.void }
     })
   })

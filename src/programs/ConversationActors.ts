@@ -1,4 +1,4 @@
-import { Data, Deferred, Effect, Either, Fiber, Option, Ref, type Scope, Stream } from "effect"
+import { Cause, Data, Deferred, Effect, Either, Fiber, Option, Ref, type Scope, Stream } from "effect"
 import type { BackendError } from "../domain/Errors.js"
 import { Conflict, InvalidInput } from "../domain/Errors.js"
 import type { Chunk, CompactionReason } from "../domain/Events.js"
@@ -40,6 +40,8 @@ export const makeActors = (deps: {
   readonly store: Store["Type"]
   readonly provider: Provider["Type"]
   readonly budgets: Budgets
+  /** Recorded on every run this process starts (see ProcessIdentity). */
+  readonly owner: string
 }): Effect.Effect<Actors, never, Scope.Scope> =>
   Effect.gen(function*() {
     const { store } = deps
@@ -118,7 +120,7 @@ export const makeActors = (deps: {
                 onLeft: Effect.fail,
                 onRight: Effect.succeed
               })
-              const { run } = yield* store.createRun(id, first.otid, "turn")
+              const { run } = yield* store.createRun(id, first.otid, "turn", { owner: deps.owner })
               const events: ReadonlyArray<NewItem> = (input.events ?? []).map((item) => ({ item: { ...item, run_id: run.id } }))
               yield* store.commit({
                 conversationId: id,
@@ -174,10 +176,16 @@ export const makeActors = (deps: {
           const runId = yield* startJob(
             id,
             "compaction",
-            Effect.map(store.createRun(id, Otid.make(`compaction-${crypto.randomUUID()}`), "compaction"), ({ run }) => ({ runId: run.id, lastSeq: run.lastSeq })),
+            Effect.map(store.createRun(id, Otid.make(`compaction-${crypto.randomUUID()}`), "compaction", { owner: deps.owner }), ({ run }) => ({ runId: run.id, lastSeq: run.lastSeq })),
             (writer, job, onStopped) =>
               Effect.gen(function*() {
-                const outcome = yield* runCompaction({ store, provider: deps.provider, writer, conversation, reason, waitRetry: skippableWait(job.skip) })
+                const outcome = yield* runCompaction({ store, provider: deps.provider, writer, conversation, reason, waitRetry: skippableWait(job.skip) }).pipe(
+                  Effect.catchAllCause((cause) =>
+                    Cause.isInterruptedOnly(cause)
+                      ? Effect.failCause(cause)
+                      : Effect.as(Effect.logError("compaction failed unexpectedly", cause), "failed" as const)
+                  )
+                )
                 yield* writer.emit([{ event: { type: "stop_reason", reason: outcome === "ok" ? "end_turn" : "error" }, record: "item" }], {
                   finish: { status: outcome === "ok" ? "completed" : "failed", stopReason: outcome === "ok" ? "end_turn" : "error", onCommitted: onStopped }
                 })

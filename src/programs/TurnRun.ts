@@ -1,4 +1,4 @@
-import { Effect, Either, Option, Ref, Stream } from "effect"
+import { Cause, Effect, Either, Option, Ref, Stream } from "effect"
 import type { Conversation } from "../domain/Conversation.js"
 import { EmptyResponse } from "../domain/Errors.js"
 import type { CompactionReason, ErrorInfo, StopReasonValue, TaskEvent } from "../domain/Events.js"
@@ -151,7 +151,10 @@ export const runTurn = (ctx: TurnContext): Effect.Effect<void, WriteError> =>
           if (ended.outcome !== "empty") {
             yield* emitModelClosing(ended.events)
             const s = yield* Ref.get(state)
-            const reason = ended.outcome === "tool_calls" ? "requires_approval" : ended.outcome === "max_tokens" ? "max_tokens" : "end_turn"
+            // Calls a failed attempt issued still stand: they need results whatever this attempt said.
+            const reason = ended.outcome === "tool_calls" || s.carried.length > 0
+              ? "requires_approval"
+              : ended.outcome === "max_tokens" ? "max_tokens" : "end_turn"
             const usage = ended.events.filter((e) => e.type === "token_usage")
             return yield* stop(
               [...usage, { type: "request_end", status: "ok", attempt }],
@@ -221,5 +224,23 @@ export const runTurn = (ctx: TurnContext): Effect.Effect<void, WriteError> =>
       ).pipe(Effect.catchAll((e) => Effect.logWarning("could not record the cancelled run", e)))
     })
 
-    yield* body.pipe(Effect.onInterrupt(() => onInterrupt))
+    // A defect (a bug, a store that broke) still ends the run with a stop_reason, so no reader waits forever.
+    const onDefect = (cause: Cause.Cause<unknown>) =>
+      Effect.gen(function*() {
+        const s = yield* Ref.get(state)
+        if (s.finished) return
+        const info = { tag: "InternalError", message: Cause.pretty(cause).split("\n")[0] ?? "internal error" }
+        yield* Effect.logError("run failed unexpectedly", cause)
+        yield* stop(
+          s.inRequest ? [{ type: "request_end", status: "failed", attempt: s.attempt, error: info }] : [],
+          "error",
+          traceOnly([...s.carried, ...s.shown]),
+          info
+        )
+      })
+
+    yield* body.pipe(
+      Effect.onInterrupt(() => onInterrupt),
+      Effect.catchAllCause((cause) => (Cause.isInterruptedOnly(cause) ? Effect.failCause(cause) : onDefect(cause)))
+    )
   })

@@ -5,6 +5,7 @@ import { closeDeadRun } from "../programs/CloseDeadRuns.js"
 import { compactability } from "../programs/CompactionTrigger.js"
 import { generateTitle } from "../programs/Title.js"
 import { Backend } from "./Backend.js"
+import { currentOwner, ownerAlive } from "./ProcessIdentity.js"
 import { Provider } from "./Provider.js"
 import { Store } from "./Store.js"
 
@@ -16,12 +17,12 @@ export const makeBackendLocal = (options?: { readonly budgets?: Budgets }) =>
   Effect.gen(function*() {
     const store = yield* Store
     const provider = yield* Provider
-    for (const run of yield* store.runningRuns) {
+    for (const run of (yield* store.runningRuns).filter((r) => !ownerAlive(r.owner))) {
       yield* closeDeadRun(store, run).pipe(
         Effect.catchAllCause((cause) => Effect.logWarning(`could not close dead run ${run.id}`, cause))
       )
     }
-    const actors = yield* makeActors({ store, provider, budgets: options?.budgets ?? turnBudgets })
+    const actors = yield* makeActors({ store, provider, budgets: options?.budgets ?? turnBudgets, owner: currentOwner() })
     return Backend.of({
       createConversation: (settings, opts) => store.createConversation(settings, opts),
       getConversation: (id) => store.getConversation(id),

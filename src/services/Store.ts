@@ -1,6 +1,6 @@
 import { Context, type Effect, type Option, type Stream } from "effect"
 import type { Conversation, ConversationSettings, ConversationSettingsInput } from "../domain/Conversation.js"
-import type { ChunkSeqError, NotFound, StoreError } from "../domain/Errors.js"
+import type { ChunkSeqError, Conflict, InvalidInput, NotFound, StoreError } from "../domain/Errors.js"
 import type { Chunk, StopReasonValue, TaskEvent } from "../domain/Events.js"
 import type { ConversationId, MessageId, Otid, RunId } from "../domain/Ids.js"
 import type { ToolCall } from "../domain/Messages.js"
@@ -18,6 +18,8 @@ export interface Run {
   readonly stopReason: StopReasonValue | undefined
   /** The highest seq committed for this run (0 before the first chunk). */
   readonly lastSeq: number
+  /** The process that runs it (`host:pid:start`), so start-up closes only runs whose process is gone. */
+  readonly owner: string | undefined
   readonly createdAt: number
   readonly updatedAt: number
 }
@@ -40,6 +42,7 @@ export interface StoredItem {
   readonly createdAt: number
 }
 
+/** A delta as an item is a caller bug: `commit` dies before writing anything. */
 export interface NewItem {
   readonly item: TaskEvent
   /** Model context only (carry-over, the `[context_summary]` message): never shown as a real event. */
@@ -72,7 +75,11 @@ export interface Page<A> {
   readonly next?: string
 }
 
-/** Chronological cursors: `before` always means older, `after` always newer (positions). */
+/**
+ * Chronological cursors: `before` always means older, `after` always newer (positions). With `after`
+ * the page is the oldest `limit` items after it (up to `before`); otherwise the newest `limit` items
+ * before `before` (or of all). Pages are always in chronological order; limit 100 by default, max 1000.
+ */
 export interface ItemQuery {
   readonly before?: number
   readonly after?: number
@@ -90,11 +97,11 @@ export class Store extends Context.Tag("baton/Store")<Store, {
     options?: { readonly title?: string }
   ) => Effect.Effect<Conversation, StoreError>
   readonly getConversation: (id: ConversationId) => Effect.Effect<Conversation, NotFound | StoreError>
-  /** Newest (most recently updated) first. */
+  /** Newest (most recently updated: created, updated or committed to) first; a bad cursor is InvalidInput. */
   readonly listConversations: (options?: {
     readonly limit?: number
     readonly before?: string
-  }) => Effect.Effect<Page<Conversation>, StoreError>
+  }) => Effect.Effect<Page<Conversation>, InvalidInput | StoreError>
   readonly updateConversation: (
     id: ConversationId,
     patch: { readonly settings?: ConversationSettings; readonly title?: string }
@@ -110,12 +117,16 @@ export class Store extends Context.Tag("baton/Store")<Store, {
   readonly currentSegment: (id: ConversationId) => Effect.Effect<number, NotFound | StoreError>
   /** Every item (context and trace) of one segment, in order: what compaction planning reads. */
   readonly segmentItems: (id: ConversationId, segment: number) => Effect.Effect<ReadonlyArray<StoredItem>, NotFound | StoreError>
-  /** One segment of the trace as JSONL, one TaskEvent per line (`trace_001.jsonl`). */
+  /**
+   * One segment of the trace as JSONL (`trace_001.jsonl`): each in-trace item's JSON exactly as
+   * stored, one per line, each line ending in `\n`; "" for a segment with no items.
+   */
   readonly exportSegment: (id: ConversationId, segment: number) => Effect.Effect<string, NotFound | StoreError>
   /** Tool calls of the current context without a tool_return, in call order. */
   readonly pendingApprovals: (id: ConversationId) => Effect.Effect<ReadonlyArray<ToolCall>, NotFound | StoreError>
   /**
-   * What to show on resume: walking back to `primary` user/assistant/reasoning/summary messages
+   * What to show on resume, from the whole trace (across segments): its messages, walking back to
+   * `primary` user/assistant/reasoning/summary messages
    * (default 10), at most `cap` items (default 40), never starting with an orphan tool_return.
    */
   readonly backfill: (
@@ -123,12 +134,17 @@ export class Store extends Context.Tag("baton/Store")<Store, {
     options?: { readonly primary?: number; readonly cap?: number }
   ) => Effect.Effect<ReadonlyArray<StoredItem>, NotFound | StoreError>
 
-  /** Creates a run for this otid, or returns the one it already started (`created: false`). */
+  /**
+   * Creates a run for this otid, or returns the one it already started (`created: false`).
+   * A conversation has at most one running run: another one fails with Conflict, also across
+   * processes sharing the file.
+   */
   readonly createRun: (
     id: ConversationId,
     otid: Otid,
-    kind: RunKind
-  ) => Effect.Effect<{ readonly run: Run; readonly created: boolean }, NotFound | StoreError>
+    kind: RunKind,
+    options?: { readonly owner?: string }
+  ) => Effect.Effect<{ readonly run: Run; readonly created: boolean }, NotFound | StoreError | Conflict>
   readonly getRun: (id: RunId) => Effect.Effect<Run, NotFound | StoreError>
   readonly runByOtid: (id: ConversationId, otid: Otid) => Effect.Effect<Option.Option<Run>, StoreError>
   readonly activeRun: (id: ConversationId) => Effect.Effect<Option.Option<Run>, StoreError>

@@ -64,7 +64,15 @@ export const backendContract = (name: string, make: MakeBackend) =>
         })))
 
     it.effect("timeout after partial text: retry after exactly 250 ms with [turn_retried], no tool re-run", () =>
-      withBackend([Turn.fail(timeout, { text: "I will rea", toolCalls: [{ id: "c1", name: "Read" }] }), Turn.text("d the file")], (backend) =>
+      withBackend([
+        Turn.fail(timeout, [
+          { _tag: "ToolCallStart", id: "c1", name: "Read" },
+          { _tag: "ToolCallDelta", id: "c1", argumentsDelta: "{}" },
+          { _tag: "ToolCallEnd", id: "c1", name: "Read", arguments: "{}" },
+          { _tag: "TextDelta", text: "I will rea" }
+        ]),
+        Turn.text("d the file")
+      ], (backend) =>
         Effect.gen(function*() {
           const script = yield* ProviderScript
           const conv = yield* backend.createConversation(settings)
@@ -112,9 +120,9 @@ export const backendContract = (name: string, make: MakeBackend) =>
         Effect.gen(function*() {
           const conv = yield* backend.createConversation(settings)
           const fiber = yield* Effect.fork(collect(backend.send(conv.id, input(user("go")))))
-          for (let i = 0; i < 5; i++) {
+          for (const wait of [250, 500, 1000, 2000, 4000]) {
             yield* awaitSleeps()
-            yield* TestClock.adjust(30_000)
+            yield* TestClock.adjust(wait)
           }
           const chunks = yield* Fiber.join(fiber)
           const ends = chunks.filter((c) => c.type === "request_end").map((c) => c.type === "request_end" && c.status)
@@ -122,8 +130,9 @@ export const backendContract = (name: string, make: MakeBackend) =>
           const stop = chunks.at(-1)!
           assert.deepStrictEqual(stop.type === "stop_reason" && [stop.reason, stop.error?.tag], ["error", "ProviderServerError"])
           // the conversation is free again
-          const next = yield* Effect.either(collect(backend.send(conv.id, input(user("again")))))
-          assert.isTrue(Either.isLeft(next) ? next.left._tag !== "Conflict" : true)
+          const script = yield* ProviderScript
+          yield* script.push(Turn.text("back"))
+          assert.strictEqual(textOf(yield* collect(backend.send(conv.id, input(user("again"))))), "back")
         })))
 
     it.effect("429 with retry-after 2 s waits 2 s", () =>
@@ -255,6 +264,18 @@ export const backendContract = (name: string, make: MakeBackend) =>
           const trace = yield* backend.history(conv.id)
           assert.isTrue(trace.some((h) => h.item.type === "abort"))
           assert.isFalse(trace.some((h) => h.item.type === "tool_return" && h.item.status === "interrupted" && h.inTrace))
+        })))
+
+    it.effect("a run that breaks unexpectedly still ends with a stop_reason and frees the conversation", () =>
+      withBackend([], (backend) =>
+        Effect.gen(function*() {
+          const script = yield* ProviderScript
+          const conv = yield* backend.createConversation(settings)
+          const chunks = yield* collect(backend.send(conv.id, input(user("no script for this"))))
+          const stop = chunks.at(-1)!
+          assert.deepStrictEqual(stop.type === "stop_reason" && [stop.reason, stop.error?.tag], ["error", "InternalError"])
+          yield* script.push(Turn.text("fine"))
+          assert.strictEqual(textOf(yield* collect(backend.send(conv.id, input(user("again"))))), "fine")
         })))
 
     it.effect("history and backfill are chronological", () =>

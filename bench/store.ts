@@ -1,0 +1,99 @@
+/**
+ * Store benchmark (not a test): `npx tsx bench/store.ts`.
+ * 1. Chunk appends per second on the SQLite layer, committed in batches of 1, 10 and 100 chunks.
+ * 2. pendingApprovals + backfill at 100, 10k and 100k items in one conversation: the resume path
+ *    must cost the same whatever the history length (target: 100k ≤ 1.5× 100).
+ */
+import { Effect } from "effect"
+import * as Fs from "node:fs"
+import * as Os from "node:os"
+import * as Path from "node:path"
+import type { TaskEvent } from "../src/domain/Events.js"
+import { Otid, ToolCallId } from "../src/domain/Ids.js"
+import { type NewItem, Store } from "../src/services/Store.js"
+import { layerSqlite } from "../src/services/StoreSqlite.js"
+
+const dir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "baton-bench-"))
+
+const median = (xs: ReadonlyArray<number>) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
+
+const chunkAppends = (batch: number, total: number) =>
+  Effect.gen(function*() {
+    const store = yield* Store
+    const c = yield* store.createConversation({})
+    const { run } = yield* store.createRun(c.id, Otid.make(`bench-${batch}`), "turn")
+    let seq = 0
+    const start = performance.now()
+    while (seq < total) {
+      const chunks = Array.from({ length: batch }, () => ({
+        type: "text_delta" as const,
+        content: "token ",
+        run_id: run.id,
+        seq: ++seq
+      }))
+      yield* store.commit({ conversationId: c.id, chunks })
+    }
+    return total / ((performance.now() - start) / 1000)
+  })
+
+/** One turn of a realistic history: 8 items, a tool call answered within the turn. */
+const turn = (n: number): ReadonlyArray<TaskEvent> => {
+  const id = ToolCallId.make(`call-${n}`)
+  return [
+    { type: "user_message", content: `question ${n}`, otid: Otid.make(`o-${n}`) },
+    { type: "request_begin", attempt: 0 },
+    { type: "reasoning_message", content: `thinking about ${n}` },
+    { type: "tool_call", tool_call_id: id, name: "Read", arguments: `{"file_path":"src/f${n}.ts"}` },
+    { type: "approval_decision", tool_call_id: id, decision: "allow", source: "rule" },
+    { type: "tool_return", tool_call_id: id, status: "success", content: "x".repeat(200), otid: Otid.make(`o-${n}`) },
+    { type: "assistant_message", content: `answer ${n}` },
+    { type: "stop_reason", reason: "end_turn" }
+  ]
+}
+
+const resumeCost = (items: number) =>
+  Effect.gen(function*() {
+    const store = yield* Store
+    const c = yield* store.createConversation({})
+    const turns = items / 8
+    for (let t = 0; t < turns; t += 125) {
+      const batch: Array<NewItem> = []
+      for (let k = t; k < Math.min(turns, t + 125); k++) batch.push(...turn(k).map((item) => ({ item })))
+      yield* store.commit({ conversationId: c.id, items: batch })
+    }
+    // End waiting on approval: three open calls.
+    const open = ["a", "b", "c"].map((s): NewItem => ({
+      item: { type: "tool_call", tool_call_id: ToolCallId.make(`open-${s}`), name: "Bash", arguments: "{}" }
+    }))
+    yield* store.commit({ conversationId: c.id, items: open })
+    const pending = yield* store.pendingApprovals(c.id)
+    const shown = yield* store.backfill(c.id)
+    if (pending.length !== 3 || shown.length === 0) return yield* Effect.dieMessage("unexpected resume answer")
+    const timings: Array<number> = []
+    for (let i = 0; i < 300; i++) {
+      const start = performance.now()
+      yield* store.pendingApprovals(c.id)
+      yield* store.backfill(c.id)
+      timings.push(performance.now() - start)
+    }
+    return median(timings.slice(50))
+  })
+
+const program = Effect.gen(function*() {
+  console.log("chunk appends (SQLite, WAL, synchronous=NORMAL)")
+  for (const [batch, total] of [[1, 3000], [10, 20000], [100, 100000]] as const) {
+    const rate = yield* chunkAppends(batch, total)
+    console.log(`  batch ${String(batch).padStart(3)}: ${Math.round(rate).toLocaleString("en")} chunks/s`)
+  }
+  console.log("pendingApprovals + backfill, median of 250 (one conversation)")
+  const costs: Array<number> = []
+  for (const items of [100, 10_000, 100_000]) {
+    const ms = yield* resumeCost(items)
+    costs.push(ms)
+    console.log(`  ${items.toLocaleString("en").padStart(7)} items: ${ms.toFixed(3)} ms`)
+  }
+  console.log(`  100k / 100 = ${(costs[2]! / costs[0]!).toFixed(2)}× (target ≤ 1.5×)`)
+})
+
+await Effect.runPromise(program.pipe(Effect.provide(layerSqlite({ filename: Path.join(dir, "bench.db") }))))
+  .finally(() => Fs.rmSync(dir, { recursive: true, force: true }))

@@ -1,0 +1,4 @@
+import { layerMemory } from "../src/services/StoreMemory.js"
+import { storeContract } from "./support/storeContract.js"
+
+storeContract("memory", () => layerMemory)

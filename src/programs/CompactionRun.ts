@@ -8,7 +8,8 @@ import { type Attempts, compactionBudgets, noAttempts, step as policyStep } from
 import { emptyAssembly, end, partial, step, toolCallsOf } from "../domain/RunAssembler.js"
 import { extract, wrap } from "../domain/Tags.js"
 import type { Provider } from "../services/Provider.js"
-import type { NewItem, StoredItem, Store } from "../services/Store.js"
+import type { StoredItem } from "../domain/History.js"
+import type { NewItem, Store } from "../services/Store.js"
 import type { RunWriter, WriteError } from "./RunWriter.js"
 
 export interface CompactionContext {

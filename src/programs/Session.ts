@@ -10,7 +10,6 @@ import { parseRules } from "../domain/Permissions.js"
 import type { ThinkingLevel } from "../domain/ProviderEvent.js"
 import { DEFAULT_MAX_TURNS, emptyRules, type PermissionRules } from "../domain/Settings.js"
 import { Backend, type Compactability } from "../services/Backend.js"
-import type { StoredItem } from "../services/Store.js"
 import { realpathLongestPrefix } from "../services/RealPath.js"
 import { ToolExecutor } from "../services/ToolExecutor.js"
 import { type Approver, makeGate } from "./Approval.js"
@@ -49,7 +48,7 @@ export interface Session {
   readonly interrupt: Effect.Effect<void>
   readonly skipReconnectWait: Effect.Effect<void, SessionError>
   /** The last few messages, for a resumed screen. */
-  readonly backfill: Effect.Effect<ReadonlyArray<StoredItem>, SessionError>
+  readonly backfill: ReturnType<Backend["Type"]["backfill"]>
   readonly isRunning: Effect.Effect<boolean>
   /** Manual compaction (`/compact`): the conversation's one active job while it runs. */
   readonly compact: Stream.Stream<TaskEvent, SessionError>
@@ -114,7 +113,11 @@ export const open = (config: SessionConfig = {}): Effect.Effect<Session, Backend
             emit,
             otid: newOtid,
             state,
-            drainSteering: Ref.modify(steering, (queue) => [Option.getOrElse(queue, () => []), Option.map(queue, () => [])])
+            drainSteering: Ref.modify(steering, (queue) => [Option.getOrElse(queue, () => []), Option.map(queue, () => [])]),
+            drainOrClose: Ref.modify(steering, (queue): [ReadonlyArray<string>, Option.Option<ReadonlyArray<string>>] => {
+              const texts = Option.getOrElse(queue, () => [])
+              return texts.length === 0 ? [[], Option.none()] : [texts, Option.some([])]
+            })
           }
           const fiber = yield* emit(messages).pipe(
             Effect.zipRight(runTaskLoop(deps, messages)),

@@ -27,6 +27,11 @@ export interface TaskDeps {
   readonly state: Ref.Ref<TaskState>
   /** Takes every queued steering text (the queue is then empty). */
   readonly drainSteering: Effect.Effect<ReadonlyArray<string>>
+  /**
+   * At the end of a turn: takes the queued texts, or — when there are none — closes the queue in the
+   * same step, so a steer that comes later returns false instead of being silently dropped.
+   */
+  readonly drainOrClose: Effect.Effect<ReadonlyArray<string>>
 }
 
 interface RunOutcome {
@@ -184,15 +189,17 @@ export const runTaskLoop = (deps: TaskDeps, prompt: ReadonlyArray<UserMessage>) 
       }
       yield* Scope.close(scope, Exit.void)
       if (stop !== "end_turn") return
-      const more = yield* steering
+      const more = yield* Effect.flatMap(deps.drainOrClose, (texts) =>
+        Effect.forEach(texts, (text) => Effect.map(deps.otid, (otid): UserMessage => ({ type: "user_message", content: steeringText(text), otid }))))
       if (more.length === 0) return
-      yield* deps.emit(more)
-      input = more
-      events = []
       if (turn >= deps.maxTurns) {
         yield* deps.emit([{ type: "stop_reason", reason: "max_turns" }])
         return
       }
+      // Steering that arrived as the model finished continues the task instead of ending it.
+      yield* deps.emit(more)
+      input = more
+      events = []
     }
   })
 

@@ -5,7 +5,7 @@ import type { ApprovalDecision, Chunk, CompactionReason } from "../domain/Events
 import type { ConversationId, RunId } from "../domain/Ids.js"
 import type { InputMessage, ToolCall, ToolReturn } from "../domain/Messages.js"
 import type { ThinkingLevel } from "../domain/ProviderEvent.js"
-import type { Page, StoredItem } from "./Store.js"
+import type { Page, StoredItem } from "../domain/History.js"
 
 /** What a client sends to start a run: only the new messages, never the history. */
 export interface SendInput {

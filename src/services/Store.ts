@@ -1,4 +1,5 @@
 import { Context, type Effect, type Option, type Stream } from "effect"
+import type { ItemQuery, Page, StoredItem } from "../domain/History.js"
 import type { Conversation, ConversationSettings, ConversationSettingsInput } from "../domain/Conversation.js"
 import type { ChunkSeqError, Conflict, InvalidInput, NotFound, StoreError } from "../domain/Errors.js"
 import type { Chunk, StopReasonValue, TaskEvent } from "../domain/Events.js"
@@ -24,23 +25,6 @@ export interface Run {
   readonly updatedAt: number
 }
 
-/**
- * One recorded item of a conversation: a message or an event (never a delta).
- * `inContext`: the model sees it (messages of the current segment, carry-over, summaries).
- * `inTrace`: the trace shows it (everything that really happened; not carry-over).
- */
-export interface StoredItem {
-  readonly id: MessageId
-  readonly conversationId: ConversationId
-  /** Per-conversation, strictly increasing, contiguous from 1. */
-  readonly position: number
-  /** Trace segment: 1, then +1 at each successful compaction. */
-  readonly segment: number
-  readonly inContext: boolean
-  readonly inTrace: boolean
-  readonly item: TaskEvent
-  readonly createdAt: number
-}
 
 /** A delta as an item is a caller bug: `commit` dies before writing anything. */
 export interface NewItem {
@@ -69,22 +53,7 @@ export interface Write {
   readonly newSegment?: boolean
 }
 
-export interface Page<A> {
-  readonly items: ReadonlyArray<A>
-  /** Pass as `before` to get the next (older) page; absent on the last page. */
-  readonly next?: string
-}
 
-/**
- * Chronological cursors: `before` always means older, `after` always newer (positions). With `after`
- * the page is the oldest `limit` items after it (up to `before`); otherwise the newest `limit` items
- * before `before` (or of all). Pages are always in chronological order; limit 100 by default, max 1000.
- */
-export interface ItemQuery {
-  readonly before?: number
-  readonly after?: number
-  readonly limit?: number
-}
 
 /**
  * Where a conversation lives. Every method answers resume questions (pending approvals, backfill,

@@ -32,7 +32,8 @@ import {
   rejectDeltaItems,
   runNotFound
 } from "./StoreCodec.js"
-import { type Run, Store, type StoredItem } from "./Store.js"
+import type { StoredItem } from "../domain/History.js"
+import { type Run, Store } from "./Store.js"
 
 interface Row {
   readonly id: MessageId

@@ -4,7 +4,8 @@ import type { StoreError } from "../../domain/Errors.js"
 import { StopReasonValue } from "../../domain/Events.js"
 import { ConversationId, MessageId, Otid, RunId } from "../../domain/Ids.js"
 import { decodeEvent, decodeStoredSettings } from "../StoreCodec.js"
-import type { Run, StoredItem } from "../Store.js"
+import type { StoredItem } from "../../domain/History.js"
+import type { Run } from "../Store.js"
 import { corruptError } from "./Failures.js"
 
 /** Rows as SQLite returns them, decoded at the boundary like any other outside input. */

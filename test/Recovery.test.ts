@@ -1,7 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Either, Fiber, Option, Ref, TestClock } from "effect"
 import { ConversationId, ToolCallId } from "../src/domain/Ids.js"
-import { ApprovalPending, Conflict, EmptyResponse, InvalidInput, StoreError } from "../src/domain/Errors.js"
+import { ApprovalPending, Conflict, EmptyResponse, InvalidInput, StoreError, StreamBroken } from "../src/domain/Errors.js"
 import * as PE from "../src/domain/ProviderError.js"
 import { compactionBudgets, decide, type Failure, Recovery, step, turnBudgets } from "../src/domain/Recovery.js"
 import { fromPolicy } from "../src/domain/RecoverySchedule.js"
@@ -35,6 +35,7 @@ const table: ReadonlyArray<readonly [string, Failure, (attempt: number) => Recov
   ["approval pending", new ApprovalPending({ conversationId: conv, toolCallIds: [ToolCallId.make("t")], message: "x" }), (n) => (n < 1 ? Recovery.ResolveStaleApproval() : failed)],
   ["empty response", new EmptyResponse({ message: "x" }), (n) => (n === 0 ? retry(500) : n === 1 ? retry(1000, true) : failed)],
   ["store error", new StoreError({ reason: "io", message: "x" }), () => failed],
+  ["a run stream that broke (remote backend)", new StreamBroken({ message: "x" }), reconnect],
   ["invalid input", new InvalidInput({ message: "x" }), () => failed]
 ]
 

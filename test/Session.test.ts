@@ -228,9 +228,13 @@ const suite = (kind: StoreKind) =>
         const ws = yield* Workspace
         const backend = yield* Backend
         const session = yield* open({ approver: allow })
-        const head = yield* Effect.fork(collect(session.run("go").pipe(Stream.takeUntil((e) => e.type === "approval_decision"))))
-        const pid = Number(yield* awaitFileText(Path.join(ws.dir, "bash.pid")))
-        yield* Fiber.join(head)
+        const pidFile = Path.join(ws.dir, "bash.pid")
+        // Stop reading only once the shell really runs, so there is something to kill.
+        yield* collect(session.run("go").pipe(
+          Stream.tap((e) => (e.type === "approval_decision" ? awaitFileText(pidFile) : Effect.void)),
+          Stream.takeUntil((e) => e.type === "approval_decision")
+        ))
+        const pid = Number(yield* awaitFileText(pidFile))
         yield* eventually(Effect.sync(() => procGone(pid)), "the shell was killed")
         yield* eventually(Effect.map(backend.pendingApprovals(session.conversationId), (p) => p.length === 0), "every call closed")
         assert.isFalse(yield* session.isRunning)

@@ -1,15 +1,16 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Fiber, Layer, Stream } from "effect"
+import { Effect, Fiber, Layer, Stream, TestClock } from "effect"
 import type { Chunk } from "../src/domain/Events.js"
 import type { ConversationSettingsInput } from "../src/domain/Conversation.js"
-import { ProviderContextOverflow } from "../src/domain/ProviderError.js"
+import { ProviderContextOverflow, ProviderServerError } from "../src/domain/ProviderError.js"
+import { extract } from "../src/domain/Tags.js"
 import { open } from "../src/programs/Session.js"
 import { Backend } from "../src/services/Backend.js"
 import { layerLocal } from "../src/services/BackendLocal.js"
 import { ProviderScript, type ScriptEntry, Turn } from "../src/services/ProviderScripted.js"
 import { layerMemory } from "../src/services/StoreMemory.js"
 import { Gates, layerScriptedGated, sessionLayer } from "./support/sessionHarness.js"
-import { collect, eventually, input, user } from "./support/testing.js"
+import { awaitSleeps, collect, eventually, input, user } from "./support/testing.js"
 
 const tools = [{ name: "Read", description: "read a file", parameters: { type: "object" } }]
 const summary = (text: string) => Turn.text(`[summary]${text}[/summary]`)
@@ -177,6 +178,37 @@ describe("Compaction (summarize)", () => {
       Turn.text("a"), Turn.text("b"),
       Turn.text("1"), Turn.text("2"), Turn.text("3"), Turn.text("4"), Turn.text("5"), summary("q1 and q2"), Turn.text("6")
     ]))))
+})
+
+describe("Compaction budgets and tags", () => {
+  it.effect("transport failures use the compaction budget: 3 reconnects, then the compaction fails and nothing changes", () =>
+    Effect.gen(function*() {
+      const backend = yield* Backend
+      const conv = yield* newConversation({})
+      yield* ask(conv.id, "one")
+      const fiber = yield* Effect.fork(collect(backend.compact(conv.id, "manual")))
+      for (const wait of [250, 500, 1000]) {
+        yield* awaitSleeps()
+        yield* TestClock.adjust(wait)
+      }
+      const chunks = yield* Fiber.join(fiber)
+      const ends = chunks.flatMap((c) => (c.type === "request_end" ? [c.status] : []))
+      assert.deepStrictEqual(ends, ["retrying", "retrying", "retrying", "failed"])
+      assert.deepStrictEqual(ended(chunks), ["failed"])
+      assert.strictEqual((yield* backend.history(conv.id)).at(-1)!.segment, 1)
+    }).pipe(Effect.provide(env([Turn.text("a"), ...Array.from({ length: 4 }, () => Turn.fail(new ProviderServerError({ status: 503, message: "down" })))]))))
+
+  it.effect("the older <summary> form is still read", () =>
+    Effect.gen(function*() {
+      const backend = yield* Backend
+      const conv = yield* newConversation({})
+      yield* ask(conv.id, "one")
+      const chunks = yield* collect(backend.compact(conv.id, "manual"))
+      const made = chunks.find((c) => c.type === "summary_message")
+      assert.strictEqual(made?.type === "summary_message" && made.content, "legacy form")
+      assert.strictEqual(extract("summary", "[summary] new [/summary] <summary>old</summary>"), "new")
+      assert.strictEqual(extract("context_summary", "<context_summary>\nx\n</context_summary>"), "x")
+    }).pipe(Effect.provide(env([Turn.text("a"), Turn.text("Here it is: <summary>legacy form</summary>")]))))
 })
 
 describe("compactability and titles", () => {

@@ -135,6 +135,40 @@ export const backendContract = (name: string, make: MakeBackend) =>
           assert.strictEqual(textOf(yield* collect(backend.send(conv.id, input(user("again"))))), "back")
         })))
 
+    it.effect("an empty answer is retried (500 ms, then 1000 ms with a reminder), never reported as an answer", () =>
+      withBackend([Turn.text(""), Turn.text([]), Turn.text("now with content")], (backend) =>
+        Effect.gen(function*() {
+          const script = yield* ProviderScript
+          const conv = yield* backend.createConversation(settings)
+          const fiber = yield* Effect.fork(collect(backend.send(conv.id, input(user("go")))))
+          yield* awaitSleeps()
+          yield* TestClock.adjust(499)
+          assert.strictEqual((yield* script.requests).length, 1)
+          yield* TestClock.adjust(1)
+          yield* script.awaitRequests(2)
+          yield* awaitSleeps()
+          yield* TestClock.adjust(1000)
+          const chunks = yield* Fiber.join(fiber)
+          const ends = chunks.flatMap((c) => (c.type === "request_end" ? [[c.status, c.retry_in_ms, c.error?.tag]] : []))
+          assert.deepStrictEqual(ends, [["retrying", 500, "EmptyResponse"], ["retrying", 1000, "EmptyResponse"], ["ok", undefined, undefined]])
+          const requests = yield* script.requests
+          const reminded = requests.map((r) => r.history.some((m) => m.type === "user_message" && m.content.includes("previous response was empty")))
+          assert.deepStrictEqual(reminded, [false, false, true])
+          assert.strictEqual(textOf(chunks), "now with content")
+        })))
+
+    it.effect("the thinking level of a run is kept across its reconnects", () =>
+      withBackend([Turn.fail(down), Turn.text("ok")], (backend) =>
+        Effect.gen(function*() {
+          const script = yield* ProviderScript
+          const conv = yield* backend.createConversation(settings)
+          const fiber = yield* Effect.fork(collect(backend.send(conv.id, { messages: [user("go")], thinking: "high" })))
+          yield* awaitSleeps()
+          yield* TestClock.adjust(250)
+          yield* Fiber.join(fiber)
+          assert.deepStrictEqual((yield* script.requests).map((r) => r.thinking), ["high", "high"])
+        })))
+
     it.effect("429 with retry-after 2 s waits 2 s", () =>
       withBackend([Turn.fail(new PE.ProviderRateLimited({ retryAfterMs: 2000, message: "slow down" })), Turn.text("ok")], (backend) =>
         Effect.gen(function*() {

@@ -156,6 +156,16 @@ export const makeActors = (deps: {
         }
         yield* admission.withPermits(1)(
           Effect.gen(function*() {
+            // A run another process owns cannot be stopped from here; recording around it would interleave with it.
+            const foreign = yield* store.activeRun(id)
+            if (Option.isSome(foreign)) {
+              return yield* new Conflict({
+                conversationId: id,
+                activity: foreign.value.kind === "compaction" ? "compaction" : "run",
+                runId: foreign.value.id,
+                message: `run ${foreign.value.id} belongs to another Baton process; stop it there`
+              })
+            }
             const pending = yield* store.pendingApprovals(id)
             const items: ReadonlyArray<NewItem> = closeCalls(pending, carryOver)
             if (items.length > 0) {

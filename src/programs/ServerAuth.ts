@@ -47,7 +47,8 @@ const shuttingDown = HttpServerResponse.unsafeJson(
 const toInvalidInput = (cause: Cause.Cause<unknown>): Option.Option<InvalidInput> => {
   const failure = Cause.failureOption(cause)
   if (Option.isSome(failure) && failure.value instanceof HttpApiDecodeError) {
-    return Option.some(new InvalidInput({ message: failure.value.message }))
+    const issues = failure.value.issues.map((issue) => `${issue.path.length > 0 ? issue.path.join(".") : "request"}: ${issue.message}`)
+    return Option.some(new InvalidInput({ message: issues.length > 0 ? issues.join("; ") : failure.value.message }))
   }
   const defect = Cause.dieOption(cause)
   if (Option.isSome(defect) && typeof defect.value === "object" && defect.value !== null && "_tag" in defect.value) {

@@ -1,48 +1,25 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { build } from "esbuild"
 import { type ChildProcess, spawn } from "node:child_process"
-import { createRequire } from "node:module"
 import * as Path from "node:path"
 import { RunId } from "../src/domain/Ids.js"
 import { Store } from "../src/services/Store.js"
 import { layerSqlite } from "../src/services/StoreSqlite.js"
+import { bundleEntry } from "./support/bundle.js"
 import { readAll } from "./support/contract/fixtures.js"
 import { rawSqlite } from "./support/sqliteFiles.js"
 import type { Reported } from "./support/storeWriter.js"
 import { tempDir } from "./support/tempDir.js"
-
-const requireHere = createRequire(import.meta.url)
 
 const KILLS_PER_LANE = 11
 const LANES = 2
 const STEPS_PER_RUN = 5
 
 /**
- * The writer child (test/support/storeWriter.ts with the real store modules), bundled once with
- * esbuild: started through tsx each child spends about a second of CPU loading, which made 22
- * kills take 25 s on two cores; bundled it starts in about 0.2 s. better-sqlite3 (native) stays external.
+ * The writer child (test/support/storeWriter.ts with the real store modules), bundled once: started
+ * through tsx each child spends about a second of CPU loading, which made 22 kills take 25 s on two cores.
  */
-const bundleWriter = (dir: string) =>
-  Effect.promise(async () => {
-    const outfile = Path.join(dir, "storeWriter.mjs")
-    await build({
-      entryPoints: [Path.join(import.meta.dirname, "support", "storeWriter.ts")],
-      bundle: true,
-      platform: "node",
-      format: "esm",
-      outfile,
-      logLevel: "warning",
-      banner: { js: "import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);" },
-      plugins: [{
-        name: "native-sqlite",
-        setup: (b) => {
-          b.onResolve({ filter: /^better-sqlite3$/ }, () => ({ path: requireHere.resolve("better-sqlite3"), external: true }))
-        }
-      }]
-    })
-    return outfile
-  })
+const bundleWriter = (dir: string) => bundleEntry("storeWriter.ts", dir)
 
 /** A writer child: started early, released with "go", its committed writes parsed from stdout as they come. */
 const startWriter = (writer: string, filename: string) => {

@@ -1,0 +1,66 @@
+/**
+ * What the HTTP hop costs: one long run collected through the local backend and through layerRemote
+ * talking to an in-process `baton serve` over loopback, and the time to the first chunk of short runs.
+ * Run: npx tsx bench/RemoteStream.ts [deltas]
+ */
+import { Context, Effect, Layer, Stream } from "effect"
+import * as Os from "node:os"
+import * as Path from "node:path"
+import * as Fs from "node:fs"
+import { BatonServer, serve } from "../src/programs/Server.js"
+import { Backend } from "../src/services/Backend.js"
+import { layerLocal } from "../src/services/BackendLocal.js"
+import { layerRemote } from "../src/services/BackendRemote.js"
+import { layerScripted, ProviderScript, Turn } from "../src/services/ProviderScripted.js"
+import { layerSqlite } from "../src/services/StoreSqlite.js"
+import { input, user } from "../test/support/testing.js"
+
+const deltas = Number(process.argv[2] ?? 5_000)
+const text = Array.from({ length: deltas }, (_, i) => `w${i} `)
+
+const median = (xs: ReadonlyArray<number>) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
+
+const main = Effect.gen(function*() {
+  const dir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "baton-bench-"))
+  const deps = yield* Layer.build(Layer.merge(layerSqlite({ filename: Path.join(dir, "baton.db") }), layerScripted([])))
+  const script = Context.get(deps, ProviderScript)
+  const local = Context.get(yield* Layer.build(layerLocal()).pipe(Effect.provide(deps)), Backend)
+  const server = Context.get(yield* Layer.build(serve({ port: 0 }).pipe(Layer.provide(Layer.succeed(Backend, local)))), BatonServer)
+  const remote = Context.get(yield* Layer.build(layerRemote({ url: server.url })), Backend)
+
+  const long = (backend: Backend["Type"]) =>
+    Effect.gen(function*() {
+      yield* script.push(Turn.text(text))
+      const conv = yield* backend.createConversation({})
+      const start = performance.now()
+      const chunks = yield* Stream.runCount(backend.send(conv.id, input(user("go"))))
+      const ms = performance.now() - start
+      return { chunks, ms: Math.round(ms), chunksPerSecond: Math.round(chunks / (ms / 1000)) }
+    })
+  const firstChunk = (backend: Backend["Type"]) =>
+    Effect.gen(function*() {
+      const times: Array<number> = []
+      for (let i = 0; i < 30; i++) {
+        yield* script.push(Turn.text("ok"))
+        const conv = yield* backend.createConversation({})
+        const start = performance.now()
+        let first = 0
+        yield* Stream.runForEach(backend.send(conv.id, input(user("hi"))), () => Effect.sync(() => { if (first === 0) first = performance.now() - start }))
+        times.push(first)
+      }
+      return Math.round(median(times) * 100) / 100
+    })
+
+  yield* long(local) // warm-up
+  yield* long(remote)
+  const results = {
+    deltas,
+    local: yield* long(local),
+    remote: yield* long(remote),
+    firstChunkMsMedian: { local: yield* firstChunk(local), remote: yield* firstChunk(remote) }
+  }
+  console.log(JSON.stringify(results, null, 2))
+  Fs.rmSync(dir, { recursive: true, force: true })
+}).pipe(Effect.scoped, Effect.orDie)
+
+Effect.runPromise(main)

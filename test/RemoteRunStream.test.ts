@@ -40,14 +40,21 @@ describe("RemoteRunStream.resumable", () => {
       assert.deepStrictEqual(cursors, [{ runId: undefined, after: 0 }, { runId: run, after: 2 }])
     }))
 
-  it.effect("a connection that ends without a stop_reason is a drop; a stop_reason ends the stream", () =>
+  it.effect("a connection that dies after a chunk is a drop; a stop_reason ends the stream", () =>
     Effect.gen(function*() {
-      const { cursors, open } = scripted([Stream.make(delta(1)), Stream.make(stop(2), delta(3))])
+      const { cursors, open } = scripted([Stream.concat(Stream.make(delta(1)), drop), Stream.make(stop(2), delta(3))])
       const fiber = yield* Effect.fork(Stream.runCollect(resumable(open, { budgets: turnBudgets, runId: run })))
       yield* awaitSleeps()
       yield* TestClock.adjust(250)
       assert.deepStrictEqual(seqs(yield* Fiber.join(fiber)), [1, 2])
       assert.strictEqual(cursors.length, 2)
+    }))
+
+  it.effect("a connection that ends cleanly (the server's end event) ends the stream, even without a stop_reason", () =>
+    Effect.gen(function*() {
+      const { cursors, open } = scripted([Stream.make(delta(1))])
+      assert.deepStrictEqual(seqs(yield* Stream.runCollect(resumable(open, { budgets: turnBudgets, runId: run }))), [1])
+      assert.strictEqual(cursors.length, 1)
     }))
 
   it.effect("consecutive drops wait 250, 500, 1000, 2000, 4000 ms, then StreamBroken; progress restarts the count", () =>

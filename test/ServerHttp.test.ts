@@ -34,8 +34,11 @@ describe("server HTTP protocol", () => {
       assert.deepStrictEqual(chunks.map((c) => c.seq), [1, 2, 3, 4, 5, 6, 7])
       assert.deepStrictEqual(live.events.map((e) => e.id), chunks.map((c) => `${c.run_id}:${c.seq}`))
       assert.strictEqual(chunks.at(-1)!.type, "stop_reason")
+      assert.isTrue(live.ended, "a complete stream says so with its end event")
       const replay = yield* readSse(`${server.url}/v1/runs/${chunks[0]!.run_id}/stream?after=0`)
       assert.strictEqual(replay.raw, live.raw)
+      const past = yield* readSse(`${server.url}/v1/runs/${chunks[0]!.run_id}/stream?after=${chunks.length}`)
+      assert.deepStrictEqual([past.events, past.ended], [[], true], "asking past the end gets the end at once")
     }))
 
   it.scoped("GET /v1/runs/:id/stream resumes after ?after=N; a Last-Event-ID of this run wins; unknown runs are 404", () =>

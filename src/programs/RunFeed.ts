@@ -27,19 +27,26 @@ export const makeRunFeed = (store: Store["Type"], runId: RunId): Effect.Effect<R
         Effect.gen(function*() {
           const live = yield* PubSub.subscribe(pubsub)
           const last = yield* Ref.make(after)
-          const backlog = store.readChunks(runId, after).pipe(Stream.tap((c) => Ref.set(last, c.seq)))
-          const tail = Stream.fromQueue(live).pipe(
-            Stream.filterEffect((c) => Effect.map(Ref.get(last), (seen) => c.seq > seen)),
-            Stream.tap((c) => Ref.set(last, c.seq))
+          const seen = <E>(stream: Stream.Stream<Chunk, E>) => Stream.tap(stream, (c) => Ref.set(last, c.seq))
+          const backlog = seen(store.readChunks(runId, after))
+          // A run that has finished has all its chunks in the Store (its end commits before it is
+          // published): read the rest there, so a follower that joins at or after the end ends too.
+          const rest = Stream.unwrap(
+            Effect.gen(function*() {
+              const run = yield* store.getRun(runId)
+              const from = yield* Ref.get(last)
+              if (run.status !== "running") return store.readChunks(runId, from)
+              return seen(Stream.fromQueue(live).pipe(Stream.filter((c) => c.seq > from)))
+            })
           )
-          return backlog.pipe(Stream.concat(tail), Stream.takeUntil(isStop))
+          return backlog.pipe(Stream.concat(rest), Stream.takeUntil(isStop))
         })
       )
   }))
 
 /**
  * A run that is not live in this process (finished, or owned by another process on the same file):
- * read the Store, and while no stop_reason has been committed, look again after a short pause.
+ * read the Store, and while the run is still running, look again after a short pause.
  */
 export const followStored = (
   store: Store["Type"],
@@ -51,8 +58,11 @@ export const followStored = (
     Effect.gen(function*() {
       const chunks = yield* Stream.runCollect(store.readChunks(runId, cursor.after))
       const last = Option.getOrUndefined(EChunk.last(chunks))
-      const done = last !== undefined && isStop(last)
-      if (!done && chunks.length === 0) yield* Effect.sleep(pollMs)
+      let done = last !== undefined && isStop(last)
+      if (!done && chunks.length === 0) {
+        if ((yield* store.getRun(runId)).status !== "running") done = true
+        else yield* Effect.sleep(pollMs)
+      }
       const next = { after: last?.seq ?? cursor.after, done }
       return [chunks, done ? Option.none() : Option.some(next)] as const
     })

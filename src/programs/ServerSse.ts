@@ -17,6 +17,14 @@ const realClock = Clock.make()
 
 export const HEARTBEAT = ": heartbeat\n\n"
 
+/**
+ * Sent when a run's stream is complete (after its stop_reason, or at once for a follower that asked
+ * for what comes after the end). Without it a client cannot tell "nothing more will come" from a
+ * connection that died, and would resume forever. It carries data because an SSE event with an empty
+ * data field is never dispatched.
+ */
+export const END_EVENT = Sse.encoder.write({ _tag: "Event", event: "end", id: undefined, data: "end" })
+
 const encodeChunk = Schema.encode(TaskEventFromJson)
 
 /** One chunk as one SSE event: `id: <runId>:<seq>`, `data:` the chunk's JSON. */
@@ -50,6 +58,7 @@ export const sseResponse = (
     const events = Stream.fromChunk(head).pipe(
       Stream.concat(Stream.repeatEffectChunkOption(pull)),
       Stream.mapEffect(sseEvent),
+      Stream.concat(Stream.succeed(END_EVENT)),
       Stream.catchAllCause((cause) =>
         Stream.drain(Stream.fromEffect(Effect.logWarning("run stream ended early; the client will resume", cause)))
       )

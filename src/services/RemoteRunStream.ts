@@ -32,9 +32,14 @@ const idleTimeout = (ms: number) => <A, E, R>(self: Stream.Stream<A, E, R>): Str
 
 const decodeEvent = decodeData(TaskEvent, "baton server")
 
-/** A `text/event-stream` body → chunks; anything wrong with the bytes is a drop. */
+/**
+ * A `text/event-stream` body → chunks; anything wrong with the bytes is a drop, and so is a body that
+ * ends without the server's `end` event (the connection died, whatever the bytes looked like).
+ */
 export const chunksOf = (response: HttpClientResponse.HttpClientResponse, idleMs: number): Stream.Stream<Chunk, Dropped> =>
   decodeSse(response.stream.pipe(idleTimeout(idleMs))).pipe(
+    Stream.concat(Stream.fail(new Dropped({ message: "the connection closed before the stream's end" }))),
+    Stream.takeWhile((event) => event.event !== "end"),
     Stream.mapEffect((event) =>
       Either.match(decodeEvent(event.data), {
         onLeft: (e) => Effect.fail(new Dropped({ message: e.message })),
@@ -74,6 +79,10 @@ export const resumable = (
           stopped = chunk.type === "stop_reason"
         })),
       Stream.takeUntil((chunk) => chunk.type === "stop_reason"),
+      // A connection that ends cleanly carried the server's end marker: nothing more will come.
+      Stream.concat(Stream.fromEffect(Effect.sync(() => {
+        stopped = true
+      })).pipe(Stream.drain)),
       Stream.catchTag("Dropped", (e) => {
         drop = e.message
         return Stream.empty

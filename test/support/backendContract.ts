@@ -241,6 +241,17 @@ export const backendContract = (name: string, make: MakeBackend) =>
           assert.strictEqual(textOf(rest), "abcde")
         })))
 
+    it.effect("streamRun of a finished run: the rest from any seq, and nothing (but an end) from its last", () =>
+      withBackend([Turn.text("done")], (backend) =>
+        Effect.gen(function*() {
+          const conv = yield* backend.createConversation(settings)
+          const all = yield* collect(backend.send(conv.id, input(user("go"))))
+          const runId = all[0]!.run_id
+          assert.deepStrictEqual(yield* collect(backend.streamRun(runId, { after: 0 })), all)
+          assert.deepStrictEqual((yield* collect(backend.streamRun(runId, { after: all.length - 2 }))).map((c) => c.seq), [all.length - 1, all.length])
+          assert.deepStrictEqual(yield* collect(backend.streamRun(runId, { after: all.length })), [])
+        })))
+
     it.effect("sending an otid again starts nothing: the same run's stream comes back", () =>
       withBackend([Turn.text("once")], (backend) =>
         Effect.gen(function*() {

@@ -71,6 +71,7 @@ export const readSse = (
     const comments: Array<string> = []
     let buffer = ""
     let raw = ""
+    let ended = false
     while (!until(events, comments)) {
       const { done, value } = await reader.read()
       if (done) break
@@ -86,16 +87,20 @@ export const readSse = (
           continue
         }
         let id: string | undefined
+        let event = "message"
         const data: Array<string> = []
         for (const line of block.split("\n")) {
           if (line.startsWith("id: ")) id = line.slice(4)
+          else if (line.startsWith("event: ")) event = line.slice(7)
           else if (line.startsWith("data: ")) data.push(line.slice(6))
         }
-        events.push({ id, data: data.join("\n") })
+        // The end marker says the stream is complete; tests read the chunks and check `ended`.
+        if (event === "end") ended = true
+        else events.push({ id, data: data.join("\n") })
       }
     }
     controller.abort()
-    return { status: response.status, headers: response.headers, events, comments, raw }
+    return { status: response.status, headers: response.headers, events, comments, raw, ended }
   })
 
 export const json = (body: unknown): RequestInit => ({

@@ -247,6 +247,7 @@ const suite = (kind: StoreKind) =>
 
 suite("memory")
 suite("sqlite")
+suite("remote")
 
 describe("Session without a task", () => {
   it.scopedLive("steer with no task returns false", () =>

@@ -8,7 +8,9 @@ import { STALE_APPROVAL_REASON } from "../src/domain/Tags.js"
 import type { Approver } from "../src/programs/Approval.js"
 import { open } from "../src/programs/Session.js"
 import { Backend } from "../src/services/Backend.js"
+import { BatonServer, serve } from "../src/programs/Server.js"
 import { layerLocal } from "../src/services/BackendLocal.js"
+import { layerRemote } from "../src/services/BackendRemote.js"
 import { layerScripted, ProviderScript, Turn } from "../src/services/ProviderScripted.js"
 import { layerSqlite } from "../src/services/StoreSqlite.js"
 import { ToolExecutor } from "../src/services/ToolExecutor.js"
@@ -89,7 +91,16 @@ describe("Session recovery", () => {
     }).pipe(Effect.provide(sessionLayer("memory", [Turn.text("other answered"), Turn.text("mine answered")], [1]))))
 })
 
-describe("Session resume", () => {
+/** The backend over a SQLite file: in process, or a client of a server (port 0) hosting it. */
+const backendOn = (where: "local" | "remote", filename: string) =>
+  where === "local"
+    ? layerLocal()
+    : Layer.unwrapEffect(Effect.map(BatonServer, (server) => layerRemote({ url: server.url }))).pipe(
+      Layer.provide(serve({ port: 0, drainTimeoutMs: 1_000 })),
+      Layer.provide(layerLocal())
+    )
+
+describe.each(["local", "remote"] as const)("Session resume (%s backend)", (where) => {
   it.scopedLive("after the process died with calls pending, the next run asks the approver again and completes", () =>
     Effect.gen(function*() {
       const root = yield* tempDir
@@ -99,7 +110,7 @@ describe("Session resume", () => {
       Fs.writeFileSync(Path.join(workspace, "notes.txt"), "resume works\n")
       const died = yield* Scope.make()
       const before = yield* Layer.buildWithScope(
-        layerLocal().pipe(
+        backendOn(where, filename).pipe(
           Layer.provideMerge(layerScripted([Turn.toolCalls([{ id: "c1", name: "Read", args: { file_path: "notes.txt" } }])])),
           Layer.provide(layerSqlite({ filename }))
         ),
@@ -110,7 +121,7 @@ describe("Session resume", () => {
 
       const executor = yield* makeToolExecutor({ workspace })
       const after = yield* Layer.build(
-        layerLocal().pipe(
+        backendOn(where, filename).pipe(
           Layer.provideMerge(layerScripted([Turn.text("the notes say: resume works")])),
           Layer.provide(layerSqlite({ filename })),
           Layer.provideMerge(Layer.succeed(ToolExecutor, executor))

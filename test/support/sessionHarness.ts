@@ -4,7 +4,9 @@ import * as Fs from "node:fs"
 import * as Path from "node:path"
 import type { TaskEvent } from "../../src/domain/Events.js"
 import { Backend } from "../../src/services/Backend.js"
+import { BatonServer, serve } from "../../src/programs/Server.js"
 import { layerLocal } from "../../src/services/BackendLocal.js"
+import { layerRemote } from "../../src/services/BackendRemote.js"
 import { Provider } from "../../src/services/Provider.js"
 import { makeScripted, ProviderScript, type ScriptEntry } from "../../src/services/ProviderScripted.js"
 import { layerMemory } from "../../src/services/StoreMemory.js"
@@ -39,11 +41,21 @@ export const layerScriptedGated = (script: ReadonlyArray<ScriptEntry>, gated: Re
     )
   }))
 
-export type StoreKind = "memory" | "sqlite"
+/** Where the conversation lives: in process over either store, or behind `baton serve` over HTTP. */
+export type StoreKind = "memory" | "sqlite" | "remote"
 
 /** The store for one test: memory, or a real SQLite file in `dir`. */
 export const storeLayer = (kind: StoreKind, dir: string): Layer.Layer<Store, unknown> =>
-  kind === "memory" ? layerMemory : layerSqlite({ filename: Path.join(dir, "baton.db") })
+  kind === "sqlite" ? layerSqlite({ filename: Path.join(dir, "baton.db") }) : layerMemory
+
+/** The Backend the Session talks to: the local one, or a remote client of a server (port 0) hosting it. */
+const backendLayer = (kind: StoreKind): Layer.Layer<Backend, unknown, Store | Provider> =>
+  kind === "remote"
+    ? Layer.unwrapEffect(Effect.map(BatonServer, (server) => layerRemote({ url: server.url }))).pipe(
+      Layer.provide(serve({ port: 0, drainTimeoutMs: 1_000 })),
+      Layer.provide(layerLocal())
+    )
+    : layerLocal()
 
 /** A real temporary workspace, a real executor, the local backend over `kind`, the scripted (gated) model. */
 export const sessionLayer = (kind: StoreKind, script: ReadonlyArray<ScriptEntry>, gated: ReadonlyArray<number> = []) =>
@@ -53,7 +65,7 @@ export const sessionLayer = (kind: StoreKind, script: ReadonlyArray<ScriptEntry>
     Fs.mkdirSync(workspace)
     const executor = yield* makeToolExecutor({ workspace })
     const model = layerScriptedGated(script, gated)
-    return layerLocal().pipe(
+    return backendLayer(kind).pipe(
       Layer.provideMerge(model),
       Layer.provide(storeLayer(kind, root)),
       Layer.provideMerge(Layer.succeed(ToolExecutor, executor)),

@@ -13,7 +13,6 @@ import {
   Backend,
   byType,
   Gates,
-  nonDelta,
   sessionLayer,
   type StoreKind,
   Workspace

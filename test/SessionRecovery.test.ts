@@ -91,8 +91,8 @@ describe("Session recovery", () => {
     }).pipe(Effect.provide(sessionLayer("memory", [Turn.text("other answered"), Turn.text("mine answered")], [1]))))
 })
 
-/** The backend over a SQLite file: in process, or a client of a server (port 0) hosting it. */
-const backendOn = (where: "local" | "remote", filename: string) =>
+/** The backend: in process, or a client of a server (port 0) hosting it. */
+const backendOn = (where: "local" | "remote") =>
   where === "local"
     ? layerLocal()
     : Layer.unwrapEffect(Effect.map(BatonServer, (server) => layerRemote({ url: server.url }))).pipe(
@@ -110,7 +110,7 @@ describe.each(["local", "remote"] as const)("Session resume (%s backend)", (wher
       Fs.writeFileSync(Path.join(workspace, "notes.txt"), "resume works\n")
       const died = yield* Scope.make()
       const before = yield* Layer.buildWithScope(
-        backendOn(where, filename).pipe(
+        backendOn(where).pipe(
           Layer.provideMerge(layerScripted([Turn.toolCalls([{ id: "c1", name: "Read", args: { file_path: "notes.txt" } }])])),
           Layer.provide(layerSqlite({ filename }))
         ),
@@ -121,7 +121,7 @@ describe.each(["local", "remote"] as const)("Session resume (%s backend)", (wher
 
       const executor = yield* makeToolExecutor({ workspace })
       const after = yield* Layer.build(
-        backendOn(where, filename).pipe(
+        backendOn(where).pipe(
           Layer.provideMerge(layerScripted([Turn.text("the notes say: resume works")])),
           Layer.provide(layerSqlite({ filename })),
           Layer.provideMerge(Layer.succeed(ToolExecutor, executor))

@@ -1,0 +1,140 @@
+import * as Args from "@effect/cli/Args"
+import * as Command from "@effect/cli/Command"
+import * as Options from "@effect/cli/Options"
+import * as Config from "effect/Config"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import { APPROVE_MODES, type ApproveMode, type CommonArgs, noCommonArgs, PROVIDER_KINDS, type ProviderKind } from "./programs/CommonArgs.js"
+import { VERSION } from "./Version.js"
+
+/**
+ * The `baton` command line: options, arguments and help. Each handler hands its parsed options to
+ * programs/Commands.ts, which resolves the environment, picks the layers (programs/AppEnv.ts) and
+ * runs one program. `serve` will be one more subcommand here, built on the same provider options.
+ */
+
+const env = <A>(name: string, config: Config.Config<A>) => Options.withFallbackConfig(config)
+
+const providerOption = Options.choice("provider", PROVIDER_KINDS).pipe(
+  env("BATON_PROVIDER", Config.literal(...PROVIDER_KINDS)("BATON_PROVIDER")),
+  Options.withDescription("Model API: openai-chat (also Ollama, vLLM, llama.cpp), anthropic, openai-responses, or replay (BATON_PROVIDER)"),
+  Options.optional
+)
+const modelOption = Options.text("model").pipe(
+  env("BATON_MODEL", Config.string("BATON_MODEL")),
+  Options.withDescription("Model name (BATON_MODEL)"),
+  Options.optional
+)
+const baseUrlOption = Options.text("base-url").pipe(
+  env("BATON_BASE_URL", Config.string("BATON_BASE_URL")),
+  Options.withDescription("API base URL, e.g. http://127.0.0.1:11434/v1 for Ollama (BATON_BASE_URL)"),
+  Options.optional
+)
+const homeOption = Options.text("home").pipe(
+  env("BATON_HOME", Config.string("BATON_HOME")),
+  Options.withDescription("Where conversations and settings live (BATON_HOME, default ~/.baton)"),
+  Options.optional
+)
+const serverOption = Options.text("server").pipe(
+  Options.withDescription("Use a `baton serve` backend at this URL instead of the local one (not available yet)"),
+  Options.optional
+)
+
+/** The options of every task command. */
+const common = {
+  provider: providerOption,
+  model: modelOption,
+  baseUrl: baseUrlOption,
+  workspace: Options.text("workspace").pipe(Options.withAlias("w"), Options.withDescription("The directory the tools work in (default: the current one)"), Options.optional),
+  conversation: Options.text("conversation").pipe(Options.withDescription("Continue this conversation (an id from `baton sessions list`)"), Options.optional),
+  continue: Options.boolean("continue").pipe(Options.withAlias("c"), Options.withDescription("Continue the latest conversation of this workspace")),
+  approve: Options.choice("approve", APPROVE_MODES).pipe(
+    Options.withDescription("Calls the rules leave open: ask (prompt; denied when stdin is not a terminal), allow, or deny"),
+    Options.optional
+  ),
+  maxTurns: Options.integer("max-turns").pipe(Options.withDescription("Stop a task after this many model turns"), Options.optional),
+  home: homeOption,
+  server: serverOption
+}
+
+const toArgs = (parsed: {
+  readonly provider: Option.Option<ProviderKind>
+  readonly model: Option.Option<string>
+  readonly baseUrl: Option.Option<string>
+  readonly workspace: Option.Option<string>
+  readonly conversation: Option.Option<string>
+  readonly continue: boolean
+  readonly approve: Option.Option<ApproveMode>
+  readonly maxTurns: Option.Option<number>
+  readonly home: Option.Option<string>
+  readonly server: Option.Option<string>
+}): CommonArgs => ({
+  provider: Option.getOrUndefined(parsed.provider),
+  model: Option.getOrUndefined(parsed.model),
+  baseUrl: Option.getOrUndefined(parsed.baseUrl),
+  workspace: Option.getOrUndefined(parsed.workspace),
+  conversation: Option.getOrUndefined(parsed.conversation),
+  continue: parsed.continue,
+  approve: Option.getOrUndefined(parsed.approve),
+  maxTurns: Option.getOrUndefined(parsed.maxTurns),
+  home: Option.getOrUndefined(parsed.home),
+  server: Option.getOrUndefined(parsed.server)
+})
+
+const json = Options.boolean("json").pipe(Options.withDescription("Print one JSON object per line on stdout, nothing else"))
+
+/** Command bodies load on first use: `baton --help` parses only this file and @effect/cli. */
+type Commands = typeof import("./programs/Commands.js")
+const commands = Effect.promise((): Promise<Commands> => import("./programs/Commands.js"))
+const lazy = <A, E, R>(f: (m: Commands) => Effect.Effect<A, E, R>) => Effect.flatMap(commands, f)
+
+const run = Command.make(
+  "run",
+  { common, json, prompt: Args.text({ name: "prompt" }).pipe(Args.atLeast(1), Args.withDescription("What to do (`-` reads it from stdin)")) },
+  (a) => lazy((m) => m.run(toArgs(a.common), { json: a.json, prompt: a.prompt }))
+).pipe(Command.withDescription("Run one task and exit: the answer streams to stdout, progress to stderr"))
+
+const chat = Command.make("chat", { common }, (a) => lazy((m) => m.chat(toArgs(a.common)))).pipe(
+  Command.withDescription("An interactive session: streaming answers, an approval prompt per call, Ctrl-C interrupts a task")
+)
+
+const replay = Command.make(
+  "replay",
+  { common, json, cassette: Args.file({ name: "cassette", exists: "yes" }).pipe(Args.withDescription("A cassette recorded with BATON_RECORD_CASSETTE")) },
+  (a) => lazy((m) => m.replay(toArgs(a.common), { json: a.json, cassette: a.cassette }))
+).pipe(Command.withDescription("Run a recorded task again from its cassette, with no model and no network"))
+
+/** Reading conversations needs the store, not a model or a workspace's settings. */
+const store = { home: homeOption, server: serverOption }
+const storeArgs = (a: { readonly home: Option.Option<string>; readonly server: Option.Option<string> }): CommonArgs => ({
+  ...noCommonArgs,
+  home: Option.getOrUndefined(a.home),
+  server: Option.getOrUndefined(a.server)
+})
+const sessionId = Args.text({ name: "id" }).pipe(Args.withDescription("A conversation id"))
+
+const sessions = Command.make("sessions").pipe(
+  Command.withDescription("List, show and export conversations"),
+  Command.withSubcommands([
+    Command.make(
+      "list",
+      { ...store, json, limit: Options.integer("limit").pipe(Options.withDefault(20), Options.withDescription("How many")) },
+      (a) => lazy((m) => m.sessionsList(storeArgs(a), { json: a.json, limit: a.limit }))
+    ).pipe(Command.withDescription("Recent conversations, newest first")),
+    Command.make("show", { ...store, json, id: sessionId }, (a) => lazy((m) => m.sessionsShow(storeArgs(a), { json: a.json, id: a.id }))).pipe(
+      Command.withDescription("A conversation's history (--json: the recorded events, one per line)")
+    ),
+    Command.make(
+      "export",
+      { ...store, id: sessionId, out: Options.text("out").pipe(Options.withDescription("Directory for trace_001.jsonl, … (default ./baton-trace-<id>)"), Options.optional) },
+      (a) => lazy((m) => m.sessionsExport(storeArgs(a), { id: a.id, out: Option.getOrUndefined(a.out) }))
+    ).pipe(Command.withDescription("Write the conversation's trace segments as JSONL files"))
+  ])
+)
+
+const baton = Command.make("baton").pipe(
+  Command.withDescription("An agent runtime: a model proposes tool calls, you or your rules approve them, Baton runs them."),
+  Command.withSubcommands([run, chat, sessions, replay])
+)
+
+export const cli = Command.run(baton, { name: "baton", version: VERSION })

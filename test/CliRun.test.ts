@@ -1,0 +1,147 @@
+import { assert, describe, it } from "@effect/vitest"
+import { Effect } from "effect"
+import * as Fs from "node:fs"
+import * as Path from "node:path"
+import type { TaskEvent } from "../src/domain/Events.js"
+import { cliDirs, jsonEvents, runCli } from "./support/cliProcess.js"
+import * as MockModelServer from "./support/MockModelServer.js"
+import { Reply } from "./support/MockModelServer.js"
+import { assertOrdering, byType } from "./support/sessionHarness.js"
+
+/** `baton run` as a child process against the loopback model server: the --json contract and exit codes. */
+
+const nonDelta = (events: ReadonlyArray<TaskEvent>) => events.filter((e) => !e.type.endsWith("_delta")).map((e) => e.type)
+const modelChunks = (events: ReadonlyArray<TaskEvent>) => nonDelta(events.filter((e) => e.run_id !== undefined))
+const clientEvents = (events: ReadonlyArray<TaskEvent>) => nonDelta(events.filter((e) => e.run_id === undefined))
+
+const setup = (...replies: ReadonlyArray<Reply>) =>
+  Effect.gen(function*() {
+    const server = yield* MockModelServer.make({ replies })
+    const dirs = yield* cliDirs
+    Fs.writeFileSync(Path.join(dirs.workspace, "a.txt"), "alpha\n")
+    const env = { ...server.childEnv("openai-chat"), BATON_HOME: dirs.home }
+    return { server, dirs, env, ws: ["--workspace", dirs.workspace] }
+  })
+
+const readCall = () => Reply.toolCalls([{ id: "call_1", name: "Read", args: { file_path: "a.txt" } }])
+
+const TOOL_TASK = [
+  "request_begin", "tool_call", "token_usage", "request_end", "stop_reason",
+  "request_begin", "assistant_message", "token_usage", "request_end", "stop_reason"
+]
+
+describe("baton run (built CLI, loopback model)", () => {
+  it.scopedLive("--json --approve allow: the tool runs; every stdout line is one task event; exit 0", () =>
+    Effect.gen(function*() {
+      const { env, server, ws } = yield* setup(readCall(), Reply.text("It says alpha."))
+      const result = yield* runCli(["run", "--json", "--approve", "allow", ...ws, "what is in a.txt?"], { env })
+      assert.strictEqual(result.code, 0, result.stderr)
+      assert.strictEqual(result.stderr, "", "--json prints nothing else")
+      const events = jsonEvents(result.stdout)
+      assertOrdering(events)
+      assert.deepStrictEqual(modelChunks(events), TOOL_TASK)
+      assert.deepStrictEqual(clientEvents(events), ["user_message", "approval_decision", "tool_return"])
+      const [decision] = byType(events, "approval_decision")
+      assert.deepStrictEqual([decision?.tool_call_id, decision?.decision], ["call_1", "allow"])
+      const [returned] = byType(events, "tool_return")
+      assert.strictEqual(returned?.status, "success")
+      assert.include(returned?.content, "alpha")
+      assert.deepStrictEqual(events.at(-1), { ...events.at(-1)!, type: "stop_reason", reason: "end_turn" })
+      assert.strictEqual(byType(events, "text_delta").map((e) => e.content).join(""), "It says alpha.")
+      assert.include((yield* server.requests)[1]!.body, "alpha", "the model saw the file's content")
+    }))
+
+  it.scopedLive("--json --approve deny: the call is denied, the model hears the denial, the task still ends", () =>
+    Effect.gen(function*() {
+      const { env, server, ws } = yield* setup(readCall(), Reply.text("I may not read it."))
+      const result = yield* runCli(["run", "--json", "--approve", "deny", ...ws, "what is in a.txt?"], { env })
+      assert.strictEqual(result.code, 0, result.stderr)
+      const events = jsonEvents(result.stdout)
+      assertOrdering(events)
+      assert.deepStrictEqual(modelChunks(events), TOOL_TASK)
+      const [decision] = byType(events, "approval_decision")
+      assert.strictEqual(decision?.decision, "deny")
+      const [returned] = byType(events, "tool_return")
+      assert.deepStrictEqual([returned?.status, returned?.content], ["denied", "Tool call denied by user."])
+      const second = (yield* server.requests)[1]!.body
+      assert.include(second, "Tool call denied by user.")
+      assert.notInclude(second, "alpha", "a denied Read never ran")
+    }))
+
+  it.scopedLive("a 503 then success: request_end{retrying, retry_in_ms} on the stream, then the answer", () =>
+    Effect.gen(function*() {
+      const { env, ws } = yield* setup(Reply.status(503), Reply.text("Back again."))
+      const result = yield* runCli(["run", "--json", ...ws, "hello"], { env })
+      assert.strictEqual(result.code, 0, result.stderr)
+      const events = jsonEvents(result.stdout)
+      const ends = byType(events, "request_end")
+      assert.deepStrictEqual(ends.map((e) => [e.status, e.attempt, e.retry_in_ms]), [["retrying", 0, 250], ["ok", 1, undefined]])
+      assert.strictEqual(ends[0]?.error?.tag, "ProviderServerError")
+      assert.deepStrictEqual(byType(events, "request_begin").map((e) => e.attempt), [0, 1])
+      assert.deepStrictEqual(byType(events, "assistant_message").map((e) => e.content), ["Back again."])
+    }))
+
+  it.scopedLive("text mode: the answer on stdout, the retry and the tool call on stderr", () =>
+    Effect.gen(function*() {
+      const { env, ws } = yield* setup(Reply.status(503), readCall(), Reply.text("It says alpha."))
+      const result = yield* runCli(["run", "--approve", "allow", ...ws, "what is in a.txt?"], { env })
+      assert.strictEqual(result.code, 0, result.stderr)
+      assert.strictEqual(result.stdout, "It says alpha.\n")
+      assert.match(result.stderr, /retrying in 250 ms/)
+      assert.match(result.stderr, /● Read a\.txt\n {2}✓ allowed \(--approve allow\)\n {2}⎿ .*alpha/)
+      assert.match(result.stderr, /conversation conv-/)
+    }))
+
+  it.scopedLive("401: stop_reason auth and exit code 3", () =>
+    Effect.gen(function*() {
+      const { env, server, ws } = yield* setup(Reply.status(401))
+      const result = yield* runCli(["run", "--json", ...ws, "hello"], { env })
+      assert.strictEqual(result.code, 3)
+      const events = jsonEvents(result.stdout)
+      assert.deepStrictEqual(byType(events, "stop_reason").map((e) => e.reason), ["auth"])
+      assert.strictEqual((yield* server.requests).length, 1, "authentication is never retried")
+      assert.notInclude(result.stdout + result.stderr, "sk-mock-not-a-real-key", "the key is never printed")
+    }))
+
+  it.scopedLive("stdin not a terminal + --approve ask: the call is denied, even when stdin says y", () =>
+    Effect.gen(function*() {
+      const { env, ws } = yield* setup(readCall(), Reply.text("Denied, then."))
+      const result = yield* runCli(["run", "--json", "--approve", "ask", ...ws, "what is in a.txt?"], { env, input: "y\ny\na\nyes\n" })
+      assert.strictEqual(result.code, 0, result.stderr)
+      const events = jsonEvents(result.stdout)
+      assert.deepStrictEqual(byType(events, "approval_decision").map((e) => [e.decision, e.source]), [["deny", "default"]])
+      assert.deepStrictEqual(byType(events, "tool_return").map((e) => e.status), ["denied"])
+      const text = yield* runCli(["run", "--approve", "ask", ...ws, "again"], { env, input: "y\n" })
+      assert.include(text.stderr, "stdin is not a terminal")
+    }))
+
+  it.scopedLive("an invalid settings file: exit 2, naming the file, the field and what was expected", () =>
+    Effect.gen(function*() {
+      const { dirs, env, server, ws } = yield* setup()
+      const file = Path.join(dirs.workspace, ".baton", "settings.json")
+      Fs.mkdirSync(Path.dirname(file))
+      Fs.writeFileSync(file, JSON.stringify({ permissions: { allow: ["Read"], alow: ["Bash"] }, maxTurns: 0 }))
+      const result = yield* runCli(["run", ...ws, "hello"], { env })
+      assert.strictEqual(result.code, 2)
+      assert.include(result.stderr, file)
+      assert.include(result.stderr, "permissions.alow: unknown key")
+      assert.include(result.stderr, "maxTurns: expected a positive number, got 0")
+      assert.notInclude(result.stderr, "    at ", "no stack trace")
+      assert.strictEqual((yield* server.requests).length, 0)
+      Fs.writeFileSync(Path.join(dirs.home, "settings.json"), "{ \"model\": 5")
+      Fs.rmSync(file)
+      const broken = yield* runCli(["run", ...ws, "hello"], { env })
+      assert.strictEqual(broken.code, 2)
+      assert.include(broken.stderr, `${Path.join(dirs.home, "settings.json")} is not valid JSON`)
+    }))
+
+  it.scopedLive("no model configured: exit 2, naming the variables and pointing at baton demo", () =>
+    Effect.gen(function*() {
+      const dirs = yield* cliDirs
+      const result = yield* runCli(["run", "--workspace", dirs.workspace, "hello"], { env: { BATON_HOME: dirs.home } })
+      assert.strictEqual(result.code, 2)
+      for (const name of ["BATON_MODEL", "BATON_API_KEY", "BATON_PROVIDER", "baton demo"]) assert.include(result.stderr, name)
+      const usage = yield* runCli(["run", "--approve", "maybe", "x"], { env: { BATON_HOME: dirs.home } })
+      assert.strictEqual(usage.code, 2, "a bad option value is a usage error")
+    }))
+})

@@ -1,0 +1,62 @@
+import { Effect, type Scope } from "effect"
+import { spawn } from "node:child_process"
+import * as Fs from "node:fs"
+import * as Os from "node:os"
+import * as Path from "node:path"
+import { type TaskEvent, TaskEventFromJson } from "../../src/domain/Events.js"
+import { Schema } from "effect"
+
+export const ROOT = Path.join(import.meta.dirname, "..", "..")
+export const BIN = Path.join(ROOT, "bin", "baton.js")
+
+export interface CliResult {
+  readonly code: number | null
+  readonly signal: NodeJS.Signals | null
+  readonly stdout: string
+  readonly stderr: string
+}
+
+/** The environment of a CLI child: nothing of the developer's own Baton or model configuration leaks in. */
+export const cleanEnv = (extra: Record<string, string> = {}): Record<string, string> => {
+  const env: Record<string, string> = {}
+  for (const [k, v] of Object.entries(process.env)) {
+    if (v === undefined || /^(BATON_|OPENAI_|ANTHROPIC_)/.test(k)) continue
+    env[k] = v
+  }
+  return { ...env, NO_COLOR: "1", ...extra }
+}
+
+/** Runs the built CLI to completion. `stdin` is piped (not a terminal) and closed after `input`. */
+export const runCli = (args: ReadonlyArray<string>, options: { readonly env?: Record<string, string>; readonly cwd?: string; readonly input?: string } = {}) =>
+  Effect.async<CliResult>((resume) => {
+    const child = spawn(process.execPath, [BIN, ...args], { cwd: options.cwd ?? ROOT, env: cleanEnv(options.env), stdio: ["pipe", "pipe", "pipe"] })
+    let stdout = ""
+    let stderr = ""
+    child.stdout.setEncoding("utf8").on("data", (c: string) => (stdout += c))
+    child.stderr.setEncoding("utf8").on("data", (c: string) => (stderr += c))
+    child.stdin.end(options.input ?? "")
+    child.on("close", (code, signal) => resume(Effect.succeed({ code, signal, stdout, stderr })))
+    return Effect.sync(() => child.kill("SIGKILL"))
+  })
+
+const decodeLine = Schema.decodeUnknownSync(TaskEventFromJson)
+
+/** Every stdout line must be one task event: the `--json` contract. */
+export const jsonEvents = (stdout: string): ReadonlyArray<TaskEvent> =>
+  stdout.split("\n").filter((l) => l !== "").map((l) => decodeLine(l))
+
+/** A fresh BATON_HOME and workspace, removed with the scope. */
+export const cliDirs = Effect.acquireRelease(
+  Effect.sync(() => {
+    const root = Fs.mkdtempSync(Path.join(Os.tmpdir(), "baton-cli-"))
+    const home = Path.join(root, "home")
+    const workspace = Path.join(root, "ws")
+    Fs.mkdirSync(home)
+    Fs.mkdirSync(workspace)
+    return { root, home, workspace: Fs.realpathSync(workspace) }
+  }),
+  (dirs) => Effect.sync(() => Fs.rmSync(dirs.root, { recursive: true, force: true }))
+)
+
+export type CliDirs = Effect.Effect.Success<typeof cliDirs>
+export type { Scope }

@@ -104,6 +104,12 @@ const replay = Command.make(
   (a) => lazy((m) => m.replay(toArgs(a.common), { json: a.json, cassette: a.cassette }))
 ).pipe(Command.withDescription("Run a recorded task again from its cassette, with no model and no network"))
 
+const demo = Command.make(
+  "demo",
+  { fast: Options.boolean("fast").pipe(Options.withDescription("Do not pace the output for reading")) },
+  (a) => lazy((m) => m.demo({ fast: a.fast }))
+).pipe(Command.withDescription("A recorded coding task through the whole stack: no API key, no network"))
+
 /** Reading conversations needs the store, not a model or a workspace's settings. */
 const store = { home: homeOption, server: serverOption }
 const storeArgs = (a: { readonly home: Option.Option<string>; readonly server: Option.Option<string> }): CommonArgs => ({
@@ -134,7 +140,7 @@ const sessions = Command.make("sessions").pipe(
 
 const baton = Command.make("baton").pipe(
   Command.withDescription("An agent runtime: a model proposes tool calls, you or your rules approve them, Baton runs them."),
-  Command.withSubcommands([run, chat, sessions, replay])
+  Command.withSubcommands([run, chat, sessions, replay, demo])
 )
 
 export const cli = Command.run(baton, { name: "baton", version: VERSION })

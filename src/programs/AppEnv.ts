@@ -11,7 +11,7 @@ import { emptyRules } from "../domain/Settings.js"
 import type { Backend } from "../services/Backend.js"
 import { layerLocal } from "../services/BackendLocal.js"
 import { Provider } from "../services/Provider.js"
-import { layerFromSettings, type ProviderSettings, resolveProviderSettings } from "../services/ProviderConfig.js"
+import { type ProviderSettings, resolveProviderSettings } from "../services/ProviderConfig.js"
 import { layerSqlite } from "../services/StoreSqlite.js"
 import type { ToolExecutor } from "../services/ToolExecutor.js"
 import * as ToolExecutorLive from "../services/ToolExecutorLive.js"
@@ -102,9 +102,9 @@ export const backendLayer = (env: AppEnv, provider: Layer.Layer<Provider, Config
 export const toolsLayer = (env: AppEnv): Layer.Layer<ToolExecutor, ConfigError> =>
   ToolExecutorLive.layer({ workspace: env.workspace, processRegistryDir: Path.join(env.home, "processes") })
 
-/** Backend + tools for a task command, with the model from `settings`. */
-export const taskLayer = (env: AppEnv, settings: ProviderSettings): Layer.Layer<Backend | ToolExecutor, ConfigError | StoreError> =>
-  Layer.merge(backendLayer(env, layerFromSettings(settings)), toolsLayer(env))
+/** Backend + tools for a task command, with this model. */
+export const taskLayer = (env: AppEnv, provider: Layer.Layer<Provider, ConfigError>): Layer.Layer<Backend | ToolExecutor, ConfigError | StoreError> =>
+  Layer.merge(backendLayer(env, provider), toolsLayer(env))
 
 /** What a new conversation starts with, from the settings files. */
 export const conversationSettings = (env: AppEnv): Omit<ConversationSettingsInput, "tools" | "workspace"> => ({

@@ -3,7 +3,7 @@ import * as Fs from "node:fs"
 import * as Path from "node:path"
 import type { Decision } from "../domain/Events.js"
 import type { ApprovalRequest } from "./Approval.js"
-import { callDetails, callPath } from "./CallView.js"
+import { callDetails, callHeader, callPath } from "./CallView.js"
 import { diffLines } from "./EventView.js"
 import type { Style } from "./Style.js"
 
@@ -46,11 +46,18 @@ export const readForPreview = (workspace: string, request: ApprovalRequest): Eff
   })
 
 /** What the person sees before answering: the change (if any) and the three choices with the grant. */
-export const questionLines = (request: ApprovalRequest, content: string | undefined, style: Style): ReadonlyArray<string> => [
-  ...diffLines(callDetails(request.call, content), style),
-  `  ${style.yellow("?")} ${style.bold(`Allow this ${request.call.name} call?`)}  ` +
-  `${style.bold("y")} once · ${style.bold("a")} always this session (${style.cyan(request.grant.text)}) · ${style.bold("n")} deny`
-]
+/** What a call will do, beyond its one-line header: an Edit's diff, a Write's content, a command's description. */
+export const previewLines = (request: ApprovalRequest, content: string | undefined, style: Style): ReadonlyArray<string> =>
+  diffLines(callDetails(request.call, content), style)
+
+export const questionLines = (request: ApprovalRequest, content: string | undefined, style: Style): ReadonlyArray<string> => {
+  const header = callHeader(request.call)
+  return [
+    ...previewLines(request, content, style),
+    `  ${style.yellow("?")} ${style.bold(`Allow ${header.tool}`)} ${header.subject}`,
+    `    ${style.bold("y")} once · ${style.bold("a")} always in this session (adds ${style.cyan(request.grant.text)}) · ${style.bold("n")} deny`
+  ]
+}
 
 export const ANSWER_HINT = "type y, a or n and press Enter (Ctrl-C stops the task)"
 
@@ -58,5 +65,5 @@ export const answerLine = (decision: Decision, request: ApprovalRequest, style: 
   decision === "deny"
     ? `  ${style.yellow("✗ denied")}`
     : decision === "allow_always"
-    ? `  ${style.green(`✓ allowed for this session: ${request.grant.text}`)}`
+    ? `  ${style.green(`✓ allowed for this session (${request.grant.text})`)}`
     : `  ${style.green("✓ allowed once")}`

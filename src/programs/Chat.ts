@@ -2,7 +2,7 @@ import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as Queue from "effect/Queue"
 import * as Stream from "effect/Stream"
-import type { ProviderSettings } from "../services/ProviderConfig.js"
+import { layerFromSettings, type ProviderSettings } from "../services/ProviderConfig.js"
 import type { Approver } from "./Approval.js"
 import { type AppEnv, conversationSettings, describeProvider, maxTurns, taskLayer } from "./AppEnv.js"
 import { allowAll, NOT_A_TTY_NOTE } from "./Approvers.js"
@@ -36,7 +36,7 @@ export const chat = (io: Io, env: AppEnv, provider: ProviderSettings) =>
     const interactive = io.stdinTTY && io.stdoutTTY
     const style = makeStyle(colorFor({ isTTY: io.stdoutTTY }, io.env))
     const screen = makeScreen({ write: io.out, columns: io.columns }, interactive)
-    const view = makeLiveView(screen, { style, userDecisions: false, reasoning: true, prompts: false }, "Ctrl-C interrupts")
+    const view = makeLiveView(screen, { style, userDecisions: false, reasoning: true, prompts: false, steering: false }, "Ctrl-C interrupts")
     const input = yield* Queue.unbounded<InputEvent>()
     const editor = yield* Effect.acquireRelease(
       Effect.sync(() => startLineEditor(io.stdin, screen, (event) => Queue.unsafeOffer(input, event))),
@@ -93,8 +93,9 @@ export const chat = (io: Io, env: AppEnv, provider: ProviderSettings) =>
               if (text === "") return
               if (text.startsWith("/")) return yield* view.print(style.dim("commands wait until the task ends (Ctrl-C interrupts it)"))
               const queued = yield* session.steer(text)
-              if (!queued) yield* view.print(style.dim("the task is ending; send that again as a new prompt"))
-              return
+              return yield* view.print(queued
+                ? style.magenta(`↳ steering: ${text} ${style.dim("(sent with the next model request)")}`)
+                : style.dim("the task is ending; send that again as a new prompt"))
             }
             case "Interrupt":
             case "Escape":
@@ -156,12 +157,13 @@ export const chat = (io: Io, env: AppEnv, provider: ProviderSettings) =>
       armedExit = false
       const text = event.text.trim()
       if (text === "") continue
+      yield* view.print(`${prompt}${text}`)
       if (text.startsWith("/")) {
         if ((yield* slash(text)) === "exit") break
         continue
       }
-      yield* view.print(`${prompt}${text}`)
       yield* task(session.run(text, turns !== undefined ? { maxTurns: turns } : {}), session)
+      screen.write("\n")
     }
-    yield* view.print(style.dim(`conversation ${session.conversationId} · continue it with: baton chat --conversation ${session.conversationId}`))
-  }).pipe(Effect.scoped, Effect.provide(taskLayer(env, provider)))
+    yield* view.print(style.dim(`conversation ${session.conversationId}\ncontinue it with: baton chat --conversation ${session.conversationId}`))
+  }).pipe(Effect.scoped, Effect.provide(taskLayer(env, layerFromSettings(provider))))

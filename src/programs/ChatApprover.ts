@@ -33,7 +33,7 @@ export const makeChatApproval = (options: {
       Effect.gen(function*() {
         yield* view.awaitShown(request.call.tool_call_id)
         const content = yield* readForPreview(options.workspace, request)
-        yield* view.print(questionLines(request, content, style).join("\n"))
+        yield* view.print(questionLines(request, content, style).join("\n"), request.call.tool_call_id)
         const answered = yield* Deferred.make<Decision>()
         const decision = yield* Effect.acquireUseRelease(
           Effect.zipRight(
@@ -59,7 +59,7 @@ export const makeChatApproval = (options: {
               )
             )
         )
-        yield* view.print(answerLine(decision, request, style))
+        yield* view.print(answerLine(decision, request, style), request.call.tool_call_id)
         return decision
       })
     const answer = (line: string) =>

@@ -2,8 +2,10 @@ import * as Effect from "effect/Effect"
 import * as Fs from "node:fs"
 import { backendLayer, providerSettings, resolveEnv, storeEnv } from "./AppEnv.js"
 import type { CommonArgs } from "./CommonArgs.js"
+import { layerFromSettings } from "../services/ProviderConfig.js"
 import { chat as chatProgram } from "./Chat.js"
 import { parseConversationId } from "./Conversations.js"
+import { demo as demoProgram } from "./Demo.js"
 import { nodeIo } from "./Io.js"
 import { recordedTask } from "./Replay.js"
 import { runTask } from "./RunTask.js"
@@ -22,7 +24,7 @@ export const run = (args: CommonArgs, options: { readonly json: boolean; readonl
   Effect.gen(function*() {
     const env = yield* resolveEnv(args)
     const provider = yield* providerSettings(env)
-    yield* runTask(nodeIo(), { env, prompt: [yield* readPrompt(options.prompt)], json: options.json, provider })
+    yield* runTask(nodeIo(), { env, prompt: [yield* readPrompt(options.prompt)], json: options.json, provider: layerFromSettings(provider) })
   })
 
 export const chat = (args: CommonArgs) =>
@@ -40,7 +42,7 @@ export const replay = (args: CommonArgs, options: { readonly json: boolean; read
       env,
       prompt: task.prompt,
       json: options.json,
-      provider: { kind: "replay", cassette: task.cassette },
+      provider: layerFromSettings({ kind: "replay", cassette: task.cassette }),
       settings: { system_prompt: task.system, ...(task.model !== undefined ? { model: task.model } : {}) },
       view: { prompts: true }
     })
@@ -57,3 +59,5 @@ export const sessionsShow = (args: CommonArgs, options: { readonly json: boolean
 
 export const sessionsExport = (args: CommonArgs, options: { readonly id: string; readonly out: string | undefined }) =>
   Effect.flatMap(parseConversationId(options.id), (id) => withStore(args, exportSession(nodeIo(), id, options)))
+
+export const demo = (options: { readonly fast: boolean }) => demoProgram(nodeIo(), options)

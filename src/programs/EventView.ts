@@ -25,7 +25,9 @@ export interface ViewOptions {
   readonly reasoning: boolean
   /** Echo the task's prompt (a demo or a replay; a person who typed it has seen it). */
   readonly prompts: boolean
-  /** How an "allow" the approver gave reads (" once" at a prompt, " (--approve allow)"). */
+  /** Show steering messages as they reach the model (chat shows them when they are typed). */
+  readonly steering?: boolean
+  /** How an "allow" the approver gave reads ("once" at a prompt, "(--approve allow)"). */
   readonly userLabel?: string
 }
 
@@ -40,13 +42,15 @@ export interface ViewState {
 
 export const initialView: ViewState = { textOpen: false, inReasoning: false, calls: new Map(), lastCall: undefined }
 
-const RESULT_LINES = 4
+const RESULT_LINES = 6
 
 /** Result text, first lines only: the model sees everything, a person needs the gist. */
 export const resultExcerpt = (content: string, max = RESULT_LINES): ReadonlyArray<string> => {
-  const lines = content.replace(/\n+$/, "").split("\n")
-  const shown = lines.slice(0, max).map((l) => (l.length > 200 ? `${l.slice(0, 199)}…` : l))
-  return lines.length > max ? [...shown, `… ${lines.length - max} more lines`] : shown
+  const lines = content.replace(/\n+$/, "").split("\n").map((l) => (l.length > 200 ? `${l.slice(0, 199)}…` : l))
+  if (lines.length <= max + 1) return lines
+  // The last line often says how it ended ("2 of 4 failed", "[exit code 1]"): keep it.
+  const hidden = lines.length - max
+  return [...lines.slice(0, max - 1), `… ${hidden} more line${hidden === 1 ? "" : "s"}`, lines.at(-1)!]
 }
 
 export const diffLines = (lines: ReadonlyArray<DiffLine>, style: Style, indent = "    "): ReadonlyArray<string> => {
@@ -70,8 +74,9 @@ export const callLine = (call: ToolCall, style: Style): string => {
   return `${style.cyan("●")} ${style.bold(header.tool)} ${header.subject}`
 }
 
-const decisionLine = (event: Extract<TaskEvent, { type: "approval_decision" }>, style: Style, userLabel: string): string | undefined => {
-  const rule = event.rule !== undefined ? ` ${event.rule}` : ""
+/** `label` names the call when its own line is not right above. */
+const decisionLine = (event: Extract<TaskEvent, { type: "approval_decision" }>, style: Style, userLabel: string, label: string): string => {
+  const rule = event.rule !== undefined ? ` (${event.rule})` : ""
   if (event.decision === "deny") {
     const why = event.source === "rule"
       ? `by rule${rule}`
@@ -80,21 +85,31 @@ const decisionLine = (event: Extract<TaskEvent, { type: "approval_decision" }>, 
       : event.source === "default"
       ? "(no rule allows it and no one could be asked)"
       : `(${event.reason ?? event.source})`
-    return `  ${style.yellow(`✗ denied ${why}`)}`
+    return `  ${style.yellow(`✗ ${label}denied ${why}`)}`
   }
-  switch (event.source) {
-    case "rule":
-      return `  ${style.dim(`✓ allowed by rule${rule}`)}`
-    case "session":
-      return `  ${style.dim(`✓ allowed for this session${rule}`)}`
-    default:
-      return `  ${style.dim(event.decision === "allow_always" ? `✓ allowed for this session${rule}` : `✓ allowed${userLabel}`)}`
-  }
+  const how = event.source === "rule"
+    ? `by rule${rule}`
+    : event.source === "session"
+    ? `by this session's grant${rule}`
+    : event.decision === "allow_always"
+    ? `for this session${rule}`
+    : userLabel.trim()
+  return `  ${style.dim(`✓ ${label}allowed${how !== "" ? ` ${how}` : ""}`)}`
 }
 
 export const waitText = (ms: number): string => (ms < 1000 ? `${ms} ms` : `${(ms / 1000).toFixed(1)} s`)
 
-const resultLines = (event: Extract<TaskEvent, { type: "tool_return" }>, style: Style): ReadonlyArray<string> => {
+/** A Read result is the file itself; a person needs to know how much was read, not to see it again. */
+const readSummary = (content: string): string | undefined => {
+  const numbered = content.split("\n").filter((l) => /^\s*\d+\t/.test(l)).length
+  if (numbered === 0) return undefined
+  const more = /\[showing lines (\d+)-(\d+) of (\d+)/.exec(content)
+  return more !== null ? `read lines ${more[1]}–${more[2]} of ${more[3]}` : `read ${numbered} line${numbered === 1 ? "" : "s"}`
+}
+
+const resultLines = (event: Extract<TaskEvent, { type: "tool_return" }>, call: ToolCall | undefined, style: Style): ReadonlyArray<string> => {
+  const summary = event.status === "success" && call?.name === "Read" ? readSummary(event.content) : undefined
+  if (summary !== undefined) return [`  ⎿ ${style.dim(summary)}`]
   switch (event.status) {
     case "denied":
       return [`  ${style.yellow("⎿ denied")}${style.dim(` — ${resultExcerpt(event.content, 1)[0]}`)}`]
@@ -138,7 +153,9 @@ export const viewEvent = (state: ViewState, event: TaskEvent, options: ViewOptio
   switch (event.type) {
     case "user_message": {
       const steering = extract("user_steering", event.content)
-      if (steering !== undefined) note(style.magenta(`↳ steering: ${steering}`))
+      if (steering !== undefined) {
+        if (options.steering !== false) note(style.magenta(`↳ steering: ${steering}`))
+      }
       else if (options.prompts) note(`${style.bold("›")} ${event.content}`)
       break
     }
@@ -165,13 +182,16 @@ export const viewEvent = (state: ViewState, event: TaskEvent, options: ViewOptio
       note(callLine(event, style))
       lastCall = event.tool_call_id
       break
-    case "approval_decision":
-      if (event.source !== "user" || options.userDecisions) note(decisionLine(event, style, options.userLabel ?? " once"))
+    case "approval_decision": {
+      const call = calls.get(event.tool_call_id)
+      const label = call !== undefined && lastCall !== event.tool_call_id ? `${callHeader(call).tool} ${callHeader(call).subject}: ` : ""
+      if (event.source !== "user" || options.userDecisions) note(decisionLine(event, style, options.userLabel ?? "once", label))
       break
+    }
     case "tool_return": {
       const call = calls.get(event.tool_call_id)
       const label = call !== undefined && lastCall !== event.tool_call_id ? callLine(call, style) : undefined
-      note(label, ...resultLines(event, style))
+      note(label, ...resultLines(event, call, style))
       lastCall = event.tool_call_id
       break
     }

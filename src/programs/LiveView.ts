@@ -4,6 +4,7 @@ import * as FiberId from "effect/FiberId"
 import * as Schedule from "effect/Schedule"
 import type * as Scope from "effect/Scope"
 import type { TaskEvent } from "../domain/Events.js"
+import { callHeader } from "./CallView.js"
 import { initialView, type ViewOptions, type ViewState, viewEvent } from "./EventView.js"
 import { describePhase, initialPhase, type Phase, stepPhase, tokenText } from "./Phase.js"
 import type { Screen } from "./Screen.js"
@@ -14,10 +15,12 @@ import type { Screen } from "./Screen.js"
  */
 export interface LiveView {
   readonly show: (event: TaskEvent) => Effect.Effect<void>
-  /** Whole lines of output, on a fresh line. */
-  readonly print: (text: string) => Effect.Effect<void>
+  /** Whole lines of output, on a fresh line; `callId` when they are about that call. */
+  readonly print: (text: string, callId?: string) => Effect.Effect<void>
   /** Resolves once the call's line is on screen, so an approval question always comes after it. */
   readonly awaitShown: (toolCallId: string) => Effect.Effect<void>
+  /** "Tool subject: " when other lines came after the call's own line, else "". */
+  readonly callLabel: (toolCallId: string) => string
   /** The status line for one task (animated on a terminal) until the scope closes. */
   readonly during: Effect.Effect<void, never, Scope.Scope>
   /** Replaces the status words while a person is being asked something. */
@@ -67,12 +70,19 @@ export const makeLiveView = (screen: Screen, options: ViewOptions, hint: string)
       }).pipe(Effect.zipRight(
         event.type === "tool_call" ? Effect.asVoid(Deferred.succeed(shownLatch(event.tool_call_id), undefined)) : Effect.void
       )),
-    print: (text) =>
+    print: (text, callId) =>
       Effect.sync(() => {
+        if (callId !== undefined) view = { ...view, lastCall: callId }
         screen.newline()
         screen.write(text.endsWith("\n") ? text : `${text}\n`)
       }),
     awaitShown: (id) => Deferred.await(shownLatch(id)),
+    callLabel: (id) => {
+      const call = view.calls.get(id)
+      if (call === undefined || view.lastCall === id) return ""
+      const header = callHeader(call)
+      return `${header.tool} ${header.subject}: `
+    },
     during: Effect.acquireRelease(
       Effect.sync(() => {
         view = { ...initialView, calls: view.calls }

@@ -3,7 +3,9 @@ import * as Fiber from "effect/Fiber"
 import * as Stream from "effect/Stream"
 import type { ConversationSettingsInput } from "../domain/Conversation.js"
 import type { ConversationId } from "../domain/Ids.js"
-import type { ProviderSettings } from "../services/ProviderConfig.js"
+import type * as Layer from "effect/Layer"
+import type { ConfigError } from "../domain/Errors.js"
+import type { Provider } from "../services/Provider.js"
 import type { Approver } from "./Approval.js"
 import { type AppEnv, conversationSettings, maxTurns, taskLayer } from "./AppEnv.js"
 import { commandApprover } from "./Approvers.js"
@@ -19,7 +21,7 @@ export interface TaskRequest {
   readonly env: AppEnv
   readonly prompt: ReadonlyArray<string>
   readonly json: boolean
-  readonly provider: ProviderSettings
+  readonly provider: Layer.Layer<Provider, ConfigError>
   /** Overrides for a new conversation (a replay needs the recorded system prompt and model). */
   readonly settings?: Omit<ConversationSettingsInput, "tools" | "workspace">
   /** Overrides `--approve` (the demo allows and shows every call). */
@@ -39,7 +41,7 @@ export const runTask = (io: Io, request: TaskRequest) =>
     const { env } = request
     const style = makeStyle(colorFor({ isTTY: io.stderrTTY }, io.env))
     const printer = makeTaskPrinter(io, request.json, {
-      ...(env.args.approve === "allow" ? { userLabel: " (--approve allow)" } : {}),
+      ...(env.args.approve === "allow" ? { userLabel: "(--approve allow)" } : {}),
       ...request.view
     })
     const notes = (text: string) => (request.json ? undefined : io.err(`${style.dim(text)}\n`))

@@ -18,7 +18,7 @@ ${b("Usage")}
   baton sessions show <id>         a conversation's history             ${d("(--json)")}
   baton sessions export <id>       its trace as trace_001.jsonl, …      ${d("(--out DIR)")}
   baton replay <cassette>          run a recorded task again, no model needed
-  baton demo                       see it work: a recorded coding task, no API key, no network
+  baton demo [--fast]              see it work: a recorded coding task, no API key, no network
 
 ${b("Options")} ${d("(run, chat, replay)")}
   --provider P          openai-chat | anthropic | openai-responses | replay   ${d("BATON_PROVIDER")}

@@ -2,21 +2,12 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
-import { cliDirs } from "./support/cliProcess.js"
+import { cliDirs, processGone } from "./support/cliProcess.js"
 import * as MockModelServer from "./support/MockModelServer.js"
 import { Reply } from "./support/MockModelServer.js"
 import { runInPty } from "./support/ptyProcess.js"
 
 /** `baton chat` in a real pseudo-terminal: what a person at the keyboard sees and does. */
-
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch {
-    return false
-  }
-}
 
 describe("baton chat (built CLI in a pseudo-terminal)", () => {
   it.scopedLive("a prompt, an approval answered 'allow always', Ctrl-C stops a long Bash and the chat stays, /exit leaves", () =>
@@ -51,6 +42,7 @@ describe("baton chat (built CLI in a pseudo-terminal)", () => {
         { send: "y\r" },
         { expect: "✓ allowed once" },
         { wait_file: pidFile },
+        { expect_screen: "running Bash echo" },
         { send: "\u0003" },
         { expect: "interrupted" },
         { send: "/help\r" },
@@ -61,8 +53,12 @@ describe("baton chat (built CLI in a pseudo-terminal)", () => {
       if (process.env["SHOW_PTY"] !== undefined) console.log(result.transcript)
       assert.isTrue(result.ok, `${result.reason}\n${result.transcript}`)
       assert.strictEqual(result.exit_code, 0, result.transcript)
+      // While the command runs: the status line, then the input line (typing there steers the task).
+      const bottom = result.screens[0]!.split("\n").slice(-2)
+      assert.match(bottom[0]!, /^[⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏] running Bash echo \$\$ > bash\.pid; sleep 60 · \d+s · 10 in · 5 out · Ctrl-C interrupts$/)
+      assert.strictEqual(bottom[1], "steer ›")
       const pid = Number(Fs.readFileSync(pidFile, "utf8").trim())
-      assert.isFalse(alive(pid), "the interrupted command's shell is gone")
+      assert.isTrue(processGone(pid), "the interrupted command's shell is gone")
       assert.strictEqual((yield* server.requests).length, 3, "nothing was sent to the model after the interrupt")
       assert.notInclude(result.transcript, "sk-mock-not-a-real-key")
     }))

@@ -3,7 +3,8 @@ import { Effect } from "effect"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import type { TaskEvent } from "../src/domain/Events.js"
-import { cliDirs, jsonEvents, runCli } from "./support/cliProcess.js"
+import { awaitFileText } from "./helpers/Processes.js"
+import { cliDirs, jsonEvents, processGone, runCli, startCli } from "./support/cliProcess.js"
 import * as MockModelServer from "./support/MockModelServer.js"
 import { Reply } from "./support/MockModelServer.js"
 import { assertOrdering, byType } from "./support/sessionHarness.js"
@@ -143,5 +144,51 @@ describe("baton run (built CLI, loopback model)", () => {
       for (const name of ["BATON_MODEL", "BATON_API_KEY", "BATON_PROVIDER", "baton demo"]) assert.include(result.stderr, name)
       const usage = yield* runCli(["run", "--approve", "maybe", "x"], { env: { BATON_HOME: dirs.home } })
       assert.strictEqual(usage.code, 2, "a bad option value is a usage error")
+    }))
+})
+
+describe("baton run: Ctrl-C and replay (built CLI)", () => {
+  it.scopedLive("SIGINT during a long Bash: the shell is killed, the stream ends with abort, exit 130; --continue sends the carry-over", () =>
+    Effect.gen(function*() {
+      const { dirs, env, server, ws } = yield* setup(
+        Reply.toolCalls([{ id: "call_1", name: "Bash", args: { command: "echo $$ > bash.pid; sleep 60" } }]),
+        Reply.text("Picking up where we stopped.")
+      )
+      const cli = yield* startCli(["run", "--json", "--approve", "allow", ...ws, "run the slow thing"], { env })
+      const pid = Number(yield* awaitFileText(Path.join(dirs.workspace, "bash.pid")))
+      yield* cli.signal("SIGINT")
+      const result = yield* cli.result
+      assert.strictEqual(result.code, 130, result.stderr)
+      const events = jsonEvents(result.stdout)
+      assert.deepStrictEqual(events.at(-1)?.type, "abort")
+      assert.deepStrictEqual(byType(events, "tool_return").map((r) => r.status), ["interrupted"])
+      assert.isTrue(processGone(pid), "the shell is gone")
+
+      const next = yield* runCli(["run", "--json", "--continue", ...ws, "go on"], { env })
+      assert.strictEqual(next.code, 0, next.stderr)
+      const resumed = (yield* server.requests)[1]!.body
+      assert.include(resumed, "[interrupted: tool aborted by user]", "the interrupted call is closed in the next request")
+      assert.include(resumed, "go on")
+    }))
+
+  it.scopedLive("a task recorded with BATON_RECORD_CASSETTE replays with `baton replay`, no model server needed", () =>
+    Effect.gen(function*() {
+      const { dirs, env, ws } = yield* setup(readCall(), Reply.text("It says alpha."))
+      const cassette = Path.join(dirs.root, "task.jsonl")
+      const recorded = yield* runCli(["run", "--json", "--approve", "allow", ...ws, "what is in a.txt?"], { env: { ...env, BATON_RECORD_CASSETTE: cassette } })
+      assert.strictEqual(recorded.code, 0, recorded.stderr)
+      const replayed = yield* runCli(["replay", cassette, "--json", "--approve", "allow", ...ws], { env: { BATON_HOME: dirs.home } })
+      assert.strictEqual(replayed.code, 0, replayed.stderr)
+      const before = jsonEvents(recorded.stdout)
+      const after = jsonEvents(replayed.stdout)
+      assert.deepStrictEqual(modelChunks(after), modelChunks(before))
+      assert.deepStrictEqual(byType(after, "assistant_message").map((m) => m.content), ["It says alpha."])
+      assert.deepStrictEqual(byType(after, "user_message").map((m) => m.content), ["what is in a.txt?"])
+
+      // Replay is strict: the model saw "alpha"; a workspace where the file differs is a miss, not a guess.
+      Fs.writeFileSync(Path.join(dirs.workspace, "a.txt"), "beta\n")
+      const diverged = yield* runCli(["replay", cassette, "--approve", "allow", ...ws], { env: { BATON_HOME: dirs.home } })
+      assert.strictEqual(diverged.code, 1)
+      assert.include(diverged.stderr, "no recording left")
     }))
 })

@@ -69,16 +69,33 @@ export const callPath = (call: ToolCall): string | undefined => {
 
 const CONTEXT = 2
 
-/** Drops lines both sides share at the start and the end, so a one-word edit shows one line changed. */
-const trimCommon = (removed: ReadonlyArray<string>, added: ReadonlyArray<string>) => {
-  let head = 0
-  while (head < removed.length && head < added.length && removed[head] === added[head]) head++
-  let tail = 0
-  while (
-    tail < removed.length - head && tail < added.length - head &&
-    removed[removed.length - 1 - tail] === added[added.length - 1 - tail]
-  ) tail++
-  return { head, tail }
+type Op = { readonly _tag: "Same" | "Removed" | "Added"; readonly text: string }
+
+/** A line diff of two short regions (longest common subsequence); long regions are shown whole. */
+const lineDiff = (before: ReadonlyArray<string>, after: ReadonlyArray<string>): ReadonlyArray<Op> => {
+  if (before.length * after.length > 40_000) {
+    return [...before.map((text): Op => ({ _tag: "Removed", text })), ...after.map((text): Op => ({ _tag: "Added", text }))]
+  }
+  const lcs: Array<Array<number>> = Array.from({ length: before.length + 1 }, () => new Array<number>(after.length + 1).fill(0))
+  for (let i = before.length - 1; i >= 0; i--) {
+    for (let j = after.length - 1; j >= 0; j--) {
+      lcs[i]![j] = before[i] === after[j] ? lcs[i + 1]![j + 1]! + 1 : Math.max(lcs[i + 1]![j]!, lcs[i]![j + 1]!)
+    }
+  }
+  const ops: Array<Op> = []
+  let i = 0
+  let j = 0
+  while (i < before.length || j < after.length) {
+    if (i < before.length && j < after.length && before[i] === after[j]) {
+      ops.push({ _tag: "Same", text: before[i++]! })
+      j++
+    } else if (i < before.length && (j === after.length || lcs[i + 1]![j]! >= lcs[i]![j + 1]!)) {
+      ops.push({ _tag: "Removed", text: before[i++]! })
+    } else {
+      ops.push({ _tag: "Added", text: after[j++]! })
+    }
+  }
+  return ops
 }
 
 /**
@@ -102,22 +119,35 @@ export const editDiff = (call: ToolCall, content: string | undefined): ReadonlyA
   const end = at + oldString.length
   const lineStart = content.lastIndexOf("\n", at - 1) + 1
   const nextBreak = content.indexOf("\n", end)
-  const lineEnd = oldString.endsWith("\n") ? end - 1 : nextBreak === -1 ? content.length : nextBreak
+  const wholeLines = oldString.endsWith("\n")
+  const lineEnd = wholeLines ? end - 1 : nextBreak === -1 ? content.length : nextBreak
   const removed = content.slice(lineStart, lineEnd).split("\n")
   const addedText = content.slice(lineStart, at) + newString + content.slice(end, Math.max(end, lineEnd))
-  const added = (oldString.endsWith("\n") ? addedText.replace(/\n$/, "") : addedText).split("\n")
+  const added = wholeLines ? (addedText === "" ? [] : addedText.replace(/\n$/, "").split("\n")) : addedText.split("\n")
   const startLine = content.slice(0, lineStart).split("\n").length
-  const { head, tail } = trimCommon(removed, added)
   const before = content.split("\n")
   const lastLine = before.length - (content.endsWith("\n") ? 1 : 0)
-  const first = startLine + head
+  const ops = lineDiff(removed, added)
+  // Only the changed part with a little context: leading and trailing shared lines count as context.
+  const firstChange = ops.findIndex((op) => op._tag !== "Same")
+  const lastChange = ops.length - 1 - [...ops].reverse().findIndex((op) => op._tag !== "Same")
   const lines: Array<DiffLine> = []
-  for (let n = Math.max(1, first - CONTEXT); n < first; n++) lines.push({ _tag: "Context", line: n, text: before[n - 1]! })
-  removed.slice(head, removed.length - tail).forEach((text, i) => lines.push({ _tag: "Removed", line: first + i, text }))
-  added.slice(head, added.length - tail).forEach((text, i) => lines.push({ _tag: "Added", line: first + i, text }))
-  const resume = startLine + removed.length - tail
+  let oldLine = startLine
+  let newLine = startLine
+  for (let n = Math.max(1, startLine + firstChange - CONTEXT); n < startLine + firstChange; n++) {
+    lines.push({ _tag: "Context", line: n, text: before[n - 1]! })
+  }
+  ops.forEach((op, k) => {
+    if (k >= firstChange && k <= lastChange) {
+      if (op._tag === "Same") lines.push({ _tag: "Context", line: newLine, text: op.text })
+      else lines.push({ _tag: op._tag, line: op._tag === "Removed" ? oldLine : newLine, text: op.text })
+    }
+    if (op._tag !== "Added") oldLine++
+    if (op._tag !== "Removed") newLine++
+  })
+  const afterChange = startLine + ops.slice(0, lastChange + 1).filter((op) => op._tag !== "Added").length
   const shift = added.length - removed.length
-  for (let n = resume; n < resume + CONTEXT && n <= lastLine; n++) lines.push({ _tag: "Context", line: n + shift, text: before[n - 1]! })
+  for (let n = afterChange; n < afterChange + CONTEXT && n <= lastLine; n++) lines.push({ _tag: "Context", line: n + shift, text: before[n - 1]! })
   if (applied.right.replacements > 1) lines.push({ _tag: "Note", text: `(and ${applied.right.replacements - 1} more replacements)` })
   return lines
 }

@@ -94,9 +94,8 @@ export const demo = (io: Io, options: DemoOptions) =>
       `${style.bold("baton demo")} — a recorded model fixes a bug in a tiny project. No API key, no network:`,
       style.dim("the model's side is a cassette (demo/cassette.jsonl); the store, the tools and the shell commands are real."),
       style.dim(`workspace ${dirs.workspace}  (a fresh copy of demo/workspace)`),
-      style.dim(`home      ${dirs.home}  (conversations in baton.db)`),
-      ""
-    ].join("\n"))
+      style.dim(`home      ${dirs.home}  (conversations in baton.db)`)
+    ].join("\n") + "\n\n")
     let explained = false
     const approver: Approver = (request) =>
       Effect.gen(function*() {

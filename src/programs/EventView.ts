@@ -38,9 +38,11 @@ export interface ViewState {
   readonly calls: ReadonlyMap<string, ToolCall>
   /** The call whose lines were shown last: a result right under its call needs no label. */
   readonly lastCall: string | undefined
+  /** Between compaction_begin and compaction_end the model writes a summary, not an answer. */
+  readonly compacting: boolean
 }
 
-export const initialView: ViewState = { textOpen: false, inReasoning: false, calls: new Map(), lastCall: undefined }
+export const initialView: ViewState = { textOpen: false, inReasoning: false, calls: new Map(), lastCall: undefined, compacting: false }
 
 const RESULT_LINES = 6
 
@@ -142,7 +144,7 @@ const stopLine = (event: Extract<TaskEvent, { type: "stop_reason" }>, style: Sty
 export const viewEvent = (state: ViewState, event: TaskEvent, options: ViewOptions): [ViewState, ReadonlyArray<Piece>] => {
   const { style } = options
   const pieces: Array<Piece> = []
-  let { calls, inReasoning, lastCall, textOpen } = state
+  let { calls, compacting, inReasoning, lastCall, textOpen } = state
   const note = (...lines: ReadonlyArray<string | undefined>) => {
     const shown = lines.filter((l): l is string => l !== undefined)
     if (shown.length === 0) return
@@ -160,13 +162,13 @@ export const viewEvent = (state: ViewState, event: TaskEvent, options: ViewOptio
       break
     }
     case "reasoning_delta":
-      if (options.reasoning && event.content !== "") {
+      if (options.reasoning && !compacting && event.content !== "") {
         pieces.push({ sink: "reasoning", text: `${inReasoning ? "" : "✻ "}${event.content}` })
         inReasoning = true
       }
       break
     case "text_delta":
-      if (event.content !== "") {
+      if (!compacting && event.content !== "") {
         if (inReasoning) pieces.push({ sink: "reasoning", text: "\n" })
         inReasoning = false
         pieces.push({ sink: "text", text: event.content })
@@ -204,9 +206,11 @@ export const viewEvent = (state: ViewState, event: TaskEvent, options: ViewOptio
       note(stopLine(event, style))
       break
     case "compaction_begin":
+      compacting = true
       note(style.blue(`◆ compacting the context (${event.reason}, ${event.mode})…`))
       break
     case "compaction_end":
+      compacting = false
       note(event.status === "ok"
         ? style.blue(`◆ compacted; the conversation continues in trace segment ${event.segment ?? "?"}`)
         : style.red(`✗ compaction failed${event.error !== undefined ? `: ${event.error.message}` : ""}; the old context stays`))
@@ -220,5 +224,5 @@ export const viewEvent = (state: ViewState, event: TaskEvent, options: ViewOptio
     default:
       break
   }
-  return [{ calls, inReasoning, lastCall, textOpen }, pieces]
+  return [{ calls, compacting, inReasoning, lastCall, textOpen }, pieces]
 }

@@ -39,11 +39,11 @@ export const stepPhase = (phase: Phase, event: TaskEvent, now: number): Phase =>
     case "user_message":
       return phase.activity._tag === "Idle" ? { ...phase, activity: { _tag: "Waiting" } } : phase
     case "request_begin":
-      return { ...phase, activity: { _tag: "Waiting" } }
+      return event.purpose === "compaction" ? { ...phase, activity: { _tag: "Compacting" } } : { ...phase, activity: { _tag: "Waiting" } }
     case "reasoning_delta":
-      return { ...phase, activity: { _tag: "Thinking" } }
+      return phase.activity._tag === "Compacting" ? phase : { ...phase, activity: { _tag: "Thinking" } }
     case "text_delta":
-      return { ...phase, activity: { _tag: "Answering" } }
+      return phase.activity._tag === "Compacting" ? phase : { ...phase, activity: { _tag: "Answering" } }
     case "tool_call_delta":
       return { ...phase, activity: { _tag: "Preparing", tool: event.name } }
     case "tool_call": {
@@ -62,6 +62,7 @@ export const stepPhase = (phase: Phase, event: TaskEvent, now: number): Phase =>
     case "token_usage":
       return { ...phase, inputTokens: phase.inputTokens + event.input_tokens, outputTokens: phase.outputTokens + event.output_tokens }
     case "request_end":
+      if (phase.activity._tag === "Compacting" && event.status !== "retrying") return phase
       return event.status === "retrying"
         ? { ...phase, activity: { _tag: "Retrying", attempt: event.attempt + 1, retryInMs: event.retry_in_ms ?? 0, since: now } }
         : { ...phase, activity: { _tag: "Waiting" } }

@@ -1,4 +1,4 @@
-import { Effect, type Scope } from "effect"
+import { Effect } from "effect"
 import { spawn } from "node:child_process"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
@@ -26,18 +26,38 @@ export const cleanEnv = (extra: Record<string, string> = {}): Record<string, str
   return { ...env, NO_COLOR: "1", ...extra }
 }
 
-/** Runs the built CLI to completion. `stdin` is piped (not a terminal) and closed after `input`. */
-export const runCli = (args: ReadonlyArray<string>, options: { readonly env?: Record<string, string>; readonly cwd?: string; readonly input?: string } = {}) =>
-  Effect.async<CliResult>((resume) => {
-    const child = spawn(process.execPath, [BIN, ...args], { cwd: options.cwd ?? ROOT, env: cleanEnv(options.env), stdio: ["pipe", "pipe", "pipe"] })
-    let stdout = ""
-    let stderr = ""
-    child.stdout.setEncoding("utf8").on("data", (c: string) => (stdout += c))
-    child.stderr.setEncoding("utf8").on("data", (c: string) => (stderr += c))
-    child.stdin.end(options.input ?? "")
-    child.on("close", (code, signal) => resume(Effect.succeed({ code, signal, stdout, stderr })))
-    return Effect.sync(() => child.kill("SIGKILL"))
-  })
+export interface CliOptions {
+  readonly env?: Record<string, string>
+  readonly cwd?: string
+  /** Written to stdin, which is then closed (stdin is a pipe: never a terminal). */
+  readonly input?: string
+}
+
+/** Starts the built CLI; `signal` sends it a signal, `result` waits for it to exit. Killed with the scope. */
+export const startCli = (args: ReadonlyArray<string>, options: CliOptions = {}) =>
+  Effect.acquireRelease(
+    Effect.sync(() => {
+      const child = spawn(process.execPath, [BIN, ...args], { cwd: options.cwd ?? ROOT, env: cleanEnv(options.env), stdio: ["pipe", "pipe", "pipe"] })
+      let stdout = ""
+      let stderr = ""
+      child.stdout.setEncoding("utf8").on("data", (c: string) => (stdout += c))
+      child.stderr.setEncoding("utf8").on("data", (c: string) => (stderr += c))
+      child.stdin.end(options.input ?? "")
+      const result = Effect.async<CliResult>((resume) => {
+        if (child.exitCode !== null || child.signalCode !== null) {
+          resume(Effect.succeed({ code: child.exitCode, signal: child.signalCode, stdout, stderr }))
+          return
+        }
+        child.once("close", (code, signal) => resume(Effect.succeed({ code, signal, stdout, stderr })))
+      })
+      return { child, result, signal: (signal: NodeJS.Signals) => Effect.sync(() => void child.kill(signal)) }
+    }),
+    ({ child }) => Effect.sync(() => void (child.exitCode === null && child.signalCode === null && child.kill("SIGKILL")))
+  )
+
+/** Runs the built CLI to completion. */
+export const runCli = (args: ReadonlyArray<string>, options: CliOptions = {}) =>
+  Effect.scoped(Effect.flatMap(startCli(args, options), (cli) => cli.result))
 
 const decodeLine = Schema.decodeUnknownSync(TaskEventFromJson)
 
@@ -59,4 +79,13 @@ export const cliDirs = Effect.acquireRelease(
 )
 
 export type CliDirs = Effect.Effect.Success<typeof cliDirs>
-export type { Scope }
+
+/** Gone, or a zombie nobody has reaped yet (an orphan's parent here may be a PID 1 that never reaps). */
+export const processGone = (pid: number): boolean => {
+  try {
+    const state = Fs.readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.[0]
+    return state === "Z" || state === "X"
+  } catch {
+    return true
+  }
+}

@@ -10,6 +10,7 @@ export type PtyStep =
   | { readonly send: string }
   | { readonly wait_file: string }
   | { readonly touch: string }
+  | { readonly expect_screen: string; readonly timeout?: number }
   | { readonly wait_exit: true; readonly timeout?: number }
 
 export interface PtyResult {
@@ -18,6 +19,8 @@ export interface PtyResult {
   readonly failed_step: number | null
   readonly reason: string | null
   readonly transcript: string
+  /** The visible screen at each `expect_screen` step. */
+  readonly screens: ReadonlyArray<string>
 }
 
 /** Runs the built CLI in a pseudo-terminal (test/support/pty_driver.py) through `steps`. */

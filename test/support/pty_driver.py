@@ -10,8 +10,10 @@ steps see the screen a person would see, not the raw bytes. The script is a JSON
     {"send": "text"}         type these characters ("\r" is Enter, "\u0003" is Ctrl-C)
     {"wait_file": "path"}    wait until the file exists and is not empty
     {"touch": "path"}        create the file (a signal to a command the program runs)
+    {"expect_screen": "regex"}  wait until the visible screen (not the scrollback) matches, then keep
+                             a copy of it in "screens" (e.g. the status line while a tool runs)
     {"wait_exit": true}      wait for the program to exit
-The result is one JSON object on stdout: {"ok", "exit_code", "failed_step", "reason", "transcript"}.
+The result is one JSON object on stdout: {"ok", "exit_code", "failed_step", "reason", "transcript", "screens"}.
 Python's own pty module is used because python3 is on every machine that runs these tests.
 """
 import fcntl
@@ -115,6 +117,9 @@ class Terminal:
         elif final == "K":
             self.lines[self.row][self.col:] = [" "] * (COLS - self.col)
 
+    def screen(self):
+        return "\n".join("".join(line).rstrip() for line in self.lines).rstrip("\n")
+
     def text(self):
         rows = ["".join(line).rstrip() for line in self.scrollback + self.lines]
         while rows and rows[-1] == "":
@@ -132,6 +137,7 @@ def main():
     term = Terminal()
     cursor = 0
     exit_code = None
+    screens = []
 
     def pump(timeout):
         nonlocal exit_code
@@ -153,7 +159,7 @@ def main():
     def result(ok, failed=None, reason=None):
         while pump(0.05):
             pass
-        print(json.dumps({"ok": ok, "exit_code": exit_code, "failed_step": failed, "reason": reason, "transcript": term.text()}))
+        print(json.dumps({"ok": ok, "exit_code": exit_code, "failed_step": failed, "reason": reason, "transcript": term.text(), "screens": screens}))
         if exit_code is None:
             os.kill(pid, 9)
         sys.exit(0)
@@ -179,6 +185,13 @@ def main():
                 if time.time() > deadline:
                     result(False, index, "no file " + path)
                 pump(0.05)
+        elif "expect_screen" in step:
+            pattern = re.compile(step["expect_screen"])
+            while not pattern.search(term.screen()):
+                if time.time() > deadline:
+                    result(False, index, "the screen never matched /%s/:\n%s" % (step["expect_screen"], term.screen()))
+                pump(0.05)
+            screens.append(term.screen())
         elif "touch" in step:
             open(step["touch"], "a").close()
         elif "wait_exit" in step:

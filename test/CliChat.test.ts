@@ -102,3 +102,51 @@ describe("baton chat: steering and leaving", () => {
       assert.include(second, "finished")
     }))
 })
+
+describe("prompts on a terminal outside chat", () => {
+  it.scopedLive("run --approve ask on a terminal asks; Enter alone does not answer; y allows once", () =>
+    Effect.gen(function*() {
+      const dirs = yield* cliDirs
+      Fs.writeFileSync(Path.join(dirs.workspace, "a.txt"), "alpha\n")
+      const server = yield* MockModelServer.make({
+        replies: [Reply.toolCalls([{ id: "call_1", name: "Read", args: { file_path: "a.txt" } }]), Reply.text("It says alpha.")]
+      })
+      const env = { ...server.childEnv("openai-responses"), BATON_HOME: dirs.home }
+      const result = yield* runInPty(["run", "--approve", "ask", "--workspace", dirs.workspace, "what is in a.txt?"], [
+        { expect: "Allow Read a\\.txt" },
+        { expect: "answer \\(y/a/n\\) ›" },
+        { send: "\r" },
+        { expect: "type y, a or n" },
+        { send: "y\r" },
+        { expect: "✓ allowed once" },
+        { expect: "It says alpha\\." },
+        { wait_exit: true }
+      ], env)
+      assert.isTrue(result.ok, `${result.reason}\n${result.transcript}`)
+      assert.strictEqual(result.exit_code, 0)
+      assert.include((yield* server.requests)[1]!.body, "alpha")
+    }))
+
+  it.scopedLive("chat --continue shows where the conversation left off", () =>
+    Effect.gen(function*() {
+      const dirs = yield* cliDirs
+      const server = yield* MockModelServer.make({ replies: [Reply.text("The first answer.")] })
+      const env = { ...server.childEnv("openai-chat"), BATON_HOME: dirs.home }
+      const first = yield* runInPty(["chat", "-w", dirs.workspace], [
+        { expect: "new conversation" },
+        { send: "the first question\r" },
+        { expect: "The first answer\\." },
+        { send: "/exit\r" },
+        { wait_exit: true }
+      ], env)
+      assert.isTrue(first.ok, `${first.reason}\n${first.transcript}`)
+      const again = yield* runInPty(["chat", "--continue", "-w", dirs.workspace], [
+        { expect: "continuing conversation conv-" },
+        { expect: "› the first question\nThe first answer\\." },
+        { send: "\u0004" },
+        { wait_exit: true }
+      ], env)
+      assert.isTrue(again.ok, `${again.reason}\n${again.transcript}`)
+      assert.strictEqual(again.exit_code, 0)
+    }))
+})

@@ -55,11 +55,12 @@ describe("baton run (built CLI, loopback model)", () => {
   it.scopedLive("--json --approve deny: the call is denied, the model hears the denial, the task still ends", () =>
     Effect.gen(function*() {
       const { env, server, ws } = yield* setup(readCall(), Reply.text("I may not read it."))
-      const result = yield* runCli(["run", "--json", "--approve", "deny", ...ws, "what is in a.txt?"], { env })
+      const result = yield* runCli(["run", "--json", "--approve", "deny", ...ws, "-"], { env, input: "what is in a.txt?" })
       assert.strictEqual(result.code, 0, result.stderr)
       const events = jsonEvents(result.stdout)
       assertOrdering(events)
       assert.deepStrictEqual(modelChunks(events), TOOL_TASK)
+      assert.deepStrictEqual(byType(events, "user_message").map((m) => m.content), ["what is in a.txt?"], "`-` reads the prompt from stdin")
       const [decision] = byType(events, "approval_decision")
       assert.strictEqual(decision?.decision, "deny")
       const [returned] = byType(events, "tool_return")
@@ -67,6 +68,20 @@ describe("baton run (built CLI, loopback model)", () => {
       const second = (yield* server.requests)[1]!.body
       assert.include(second, "Tool call denied by user.")
       assert.notInclude(second, "alpha", "a denied Read never ran")
+    }))
+
+  it.scopedLive("--approve allow never overrides a deny rule; --max-turns stops the task with exit 1", () =>
+    Effect.gen(function*() {
+      const { dirs, env, ws } = yield* setup(readCall(), Reply.text("Denied."), readCall())
+      Fs.mkdirSync(Path.join(dirs.workspace, ".baton"))
+      Fs.writeFileSync(Path.join(dirs.workspace, ".baton", "settings.json"), JSON.stringify({ permissions: { deny: ["Read(a.txt)"] } }))
+      const denied = yield* runCli(["run", "--json", "--approve", "allow", ...ws, "read it"], { env })
+      assert.strictEqual(denied.code, 0, denied.stderr)
+      assert.deepStrictEqual(byType(jsonEvents(denied.stdout), "approval_decision").map((d) => [d.decision, d.source, d.rule]), [["deny", "rule", "Read(a.txt)"]])
+      Fs.rmSync(Path.join(dirs.workspace, ".baton"), { recursive: true })
+      const limited = yield* runCli(["run", "--json", "--approve", "allow", "--max-turns", "1", ...ws, "read it"], { env })
+      assert.strictEqual(limited.code, 1)
+      assert.deepStrictEqual(byType(jsonEvents(limited.stdout), "stop_reason").map((e) => e.reason), ["requires_approval", "max_turns"])
     }))
 
   it.scopedLive("a 503 then success: request_end{retrying, retry_in_ms} on the stream, then the answer", () =>

@@ -2,6 +2,7 @@ import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as Queue from "effect/Queue"
 import * as Stream from "effect/Stream"
+import type { TaskEvent } from "../domain/Events.js"
 import { layerFromSettings, type ProviderSettings } from "../services/ProviderConfig.js"
 import type { Approver } from "./Approval.js"
 import { type AppEnv, conversationSettings, describeProvider, maxTurns, taskLayer } from "./AppEnv.js"
@@ -12,7 +13,7 @@ import type { Io } from "./Io.js"
 import { type InputEvent, startLineEditor } from "./LineEditor.js"
 import { makeLiveView } from "./LiveView.js"
 import { makeScreen } from "./Screen.js"
-import { open, type Session } from "./Session.js"
+import { open, type SessionError } from "./Session.js"
 import { renderHistory } from "./Sessions.js"
 import { colorFor, makeStyle } from "./Style.js"
 import { VERSION } from "../Version.js"
@@ -36,7 +37,13 @@ export const chat = (io: Io, env: AppEnv, provider: ProviderSettings) =>
     const interactive = io.stdinTTY && io.stdoutTTY
     const style = makeStyle(colorFor({ isTTY: io.stdoutTTY }, io.env))
     const screen = makeScreen({ write: io.out, columns: io.columns }, interactive)
-    const view = makeLiveView(screen, { style, userDecisions: false, reasoning: true, prompts: false, steering: false }, "Ctrl-C interrupts")
+    const mode = env.args.approve ?? "ask"
+    // The chat's own question shows each answer; `--approve allow` answers without one, so say so.
+    const view = makeLiveView(
+      screen,
+      { style, userDecisions: mode === "allow", userLabel: "(--approve allow)", reasoning: true, prompts: false, steering: false },
+      "Ctrl-C interrupts"
+    )
     const input = yield* Queue.unbounded<InputEvent>()
     const editor = yield* Effect.acquireRelease(
       Effect.sync(() => startLineEditor(io.stdin, screen, (event) => Queue.unsafeOffer(input, event))),
@@ -48,7 +55,6 @@ export const chat = (io: Io, env: AppEnv, provider: ProviderSettings) =>
     const prompt = style.bold(style.cyan("› "))
     const steerPrompt = style.dim("steer › ")
     const approval = yield* makeChatApproval({ view, editor, style, workspace: env.workspace, prompt: steerPrompt })
-    const mode = env.args.approve ?? "ask"
     const approver: Approver | undefined = mode === "allow" ? allowAll : mode === "ask" && interactive ? approval.approver : undefined
 
     const selected = yield* selectConversation(env)
@@ -74,13 +80,14 @@ export const chat = (io: Io, env: AppEnv, provider: ProviderSettings) =>
     const turns = maxTurns(env)
 
     /** One task; input keeps flowing to steering, the approval question and Ctrl-C meanwhile. */
-    const task = (events: Stream.Stream<Parameters<typeof view.show>[0], unknown>, session: Session) =>
+    const task = (events: Stream.Stream<TaskEvent, SessionError>) =>
       Effect.scoped(Effect.gen(function*() {
         yield* view.during
         editor.setPrompt(steerPrompt)
+        let interrupts = 0
         const renderer = yield* events.pipe(
           Stream.runForEach(view.show),
-          Effect.catchAll((error) => view.print(style.red(`✗ ${typeof error === "object" && error !== null && "message" in error ? String(error.message) : String(error)}`))),
+          Effect.catchAll((error) => view.print(style.red(`✗ ${error.message}`))),
           Effect.forkScoped
         )
         // Piped input is a list of prompts, one per task: it is read only between tasks.
@@ -98,8 +105,17 @@ export const chat = (io: Io, env: AppEnv, provider: ProviderSettings) =>
                 : style.dim("the task is ending; send that again as a new prompt"))
             }
             case "Interrupt":
-            case "Escape":
+            case "Escape": {
+              // An interrupt that never finishes must not trap the user: the third Ctrl-C quits.
+              if (event._tag === "Interrupt" && ++interrupts >= 3) {
+                editor.stop()
+                screen.close()
+                io.err("baton: forced to quit while the task was stopping\n")
+                process.exit(130)
+              }
+              if (interrupts === 2) yield* view.print(style.dim("(stopping… Ctrl-C once more forces Baton to quit)"))
               return yield* session.interrupt
+            }
             case "Eof":
               return
           }
@@ -129,7 +145,7 @@ export const chat = (io: Io, env: AppEnv, provider: ProviderSettings) =>
               yield* view.print(style.dim(
                 can.right === "empty" ? "nothing to compact yet" : can.right === "just_compacted" ? "just compacted; nothing new since" : "this conversation cannot be compacted"
               ))
-            } else yield* task(session.compact, session)
+            } else yield* task(session.compact)
             return undefined
           }
           default:
@@ -162,7 +178,7 @@ export const chat = (io: Io, env: AppEnv, provider: ProviderSettings) =>
         if ((yield* slash(text)) === "exit") break
         continue
       }
-      yield* task(session.run(text, turns !== undefined ? { maxTurns: turns } : {}), session)
+      yield* task(session.run(text, turns !== undefined ? { maxTurns: turns } : {}))
       screen.write("\n")
     }
     yield* view.print(style.dim(`conversation ${session.conversationId}\ncontinue it with: baton chat --conversation ${session.conversationId}`))

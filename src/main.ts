@@ -7,6 +7,7 @@ import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
+import * as Logger from "effect/Logger"
 import { cli } from "./Cli.js"
 import { endingOf } from "./programs/Failure.js"
 import { colorFor, stripAnsi } from "./programs/Style.js"
@@ -21,7 +22,13 @@ const plainConsole = Effect.map(Effect.console, (console): Console.Console => ({
 const program = cli(process.argv).pipe(
   (self) => colorFor(process.stdout, process.env) ? self : Effect.flatMap(plainConsole, (c) => Effect.withConsole(self, c)),
   // What @effect/cli needs (not NodeContext: its command executor and workers would load for nothing).
-  Effect.provide(Layer.mergeAll(NodeFileSystem.layer, NodePath.layer, NodeTerminal.layer)),
+  Effect.provide(Layer.mergeAll(
+    NodeFileSystem.layer,
+    NodePath.layer,
+    NodeTerminal.layer,
+    // Logs (rare warnings) go to stderr: stdout belongs to the answer, or to `--json` events only.
+    Logger.replace(Logger.defaultLogger, Logger.prettyLogger({ stderr: true }))
+  )),
   Effect.as(0),
   Effect.catchAllCause((cause) =>
     Cause.isInterruptedOnly(cause)
@@ -36,6 +43,7 @@ const program = cli(process.argv).pipe(
 
 NodeRuntime.runMain(program, {
   disableErrorReporting: true,
+  disablePrettyLogger: true,
   teardown: (exit, onExit) =>
     onExit(Exit.isSuccess(exit) && typeof exit.value === "number" ? exit.value : Exit.isInterrupted(exit) ? 130 : 1)
 })

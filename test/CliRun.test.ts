@@ -186,6 +186,26 @@ describe("baton run: Ctrl-C and replay (built CLI)", () => {
       assert.include(resumed, "go on")
     }))
 
+  it.scopedLive("a shell left running by a crashed run is killed at the next start; the warning goes to stderr, stdout stays JSON", () =>
+    Effect.gen(function*() {
+      const { dirs, env, ws } = yield* setup(
+        Reply.toolCalls([{ id: "call_1", name: "Bash", args: { command: "echo $$ > bash.pid; sleep 60" } }]),
+        Reply.text("Hello.")
+      )
+      const crashed = yield* startCli(["run", "--json", "--approve", "allow", ...ws, "start the slow thing"], { env })
+      const pid = Number(yield* awaitFileText(Path.join(dirs.workspace, "bash.pid")))
+      // The shell is its own group's leader; its record under the home says who started it.
+      yield* awaitFileText(Path.join(dirs.home, "processes", `${pid}.json`))
+      yield* crashed.signal("SIGKILL")
+      yield* crashed.result
+      assert.isFalse(processGone(pid), "a SIGKILLed Baton cannot stop its detached shell itself")
+      const next = yield* runCli(["run", "--json", ...ws, "hello"], { env })
+      assert.strictEqual(next.code, 0, next.stderr)
+      assert.isTrue(processGone(pid), "the next start reaped the orphaned group")
+      assert.include(next.stderr, "killed 1 shell process group(s) left by a crashed run")
+      assert.deepStrictEqual(byType(jsonEvents(next.stdout), "assistant_message").map((m) => m.content), ["Hello."])
+    }))
+
   it.scopedLive("a task recorded with BATON_RECORD_CASSETTE replays with `baton replay`, no model server needed", () =>
     Effect.gen(function*() {
       const { dirs, env, ws } = yield* setup(readCall(), Reply.text("It says alpha."))

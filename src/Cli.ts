@@ -4,7 +4,7 @@ import * as Options from "@effect/cli/Options"
 import * as Config from "effect/Config"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
-import { APPROVE_MODES, type ApproveMode, type CommonArgs, noCommonArgs, PROVIDER_KINDS, type ProviderKind } from "./programs/CommonArgs.js"
+import { APPROVE_MODES, type CommonArgs, noCommonArgs, PROVIDER_KINDS } from "./programs/CommonArgs.js"
 import { VERSION } from "./Version.js"
 
 /**
@@ -13,29 +13,26 @@ import { VERSION } from "./Version.js"
  * runs one program. `serve` will be one more subcommand here, built on the same provider options.
  */
 
-const env = <A>(name: string, config: Config.Config<A>) => Options.withFallbackConfig(config)
+/** An optional option that falls back to an environment variable (read through Effect Config). */
+const fromEnv = <A>(option: Options.Options<A>, variable: string, config: Config.Config<A>, description: string) =>
+  option.pipe(Options.withFallbackConfig(config), Options.withDescription(`${description} (${variable})`), Options.optional)
 
-const providerOption = Options.choice("provider", PROVIDER_KINDS).pipe(
-  env("BATON_PROVIDER", Config.literal(...PROVIDER_KINDS)("BATON_PROVIDER")),
-  Options.withDescription("Model API: openai-chat (also Ollama, vLLM, llama.cpp), anthropic, openai-responses, or replay (BATON_PROVIDER)"),
-  Options.optional
+const providerOption = fromEnv(
+  Options.choice("provider", PROVIDER_KINDS),
+  "BATON_PROVIDER",
+  Config.literal(...PROVIDER_KINDS)("BATON_PROVIDER"),
+  "Model API: openai-chat (also Ollama, vLLM, llama.cpp), anthropic, openai-responses, or replay"
 )
-const modelOption = Options.text("model").pipe(
-  env("BATON_MODEL", Config.string("BATON_MODEL")),
-  Options.withDescription("Model name (BATON_MODEL)"),
-  Options.optional
+const modelOption = fromEnv(Options.text("model").pipe(Options.withPseudoName("NAME")), "BATON_MODEL", Config.string("BATON_MODEL"), "Model name")
+const baseUrlOption = fromEnv(
+  Options.text("base-url").pipe(Options.withPseudoName("URL")),
+  "BATON_BASE_URL",
+  Config.string("BATON_BASE_URL"),
+  "API base URL, e.g. http://127.0.0.1:11434/v1 for Ollama"
 )
-const baseUrlOption = Options.text("base-url").pipe(
-  env("BATON_BASE_URL", Config.string("BATON_BASE_URL")),
-  Options.withDescription("API base URL, e.g. http://127.0.0.1:11434/v1 for Ollama (BATON_BASE_URL)"),
-  Options.optional
-)
-const homeOption = Options.text("home").pipe(
-  env("BATON_HOME", Config.string("BATON_HOME")),
-  Options.withDescription("Where conversations and settings live (BATON_HOME, default ~/.baton)"),
-  Options.optional
-)
+const homeOption = fromEnv(Options.text("home").pipe(Options.withPseudoName("DIR")), "BATON_HOME", Config.string("BATON_HOME"), "Where conversations and settings live, default ~/.baton")
 const serverOption = Options.text("server").pipe(
+  Options.withPseudoName("URL"),
   Options.withDescription("Use a `baton serve` backend at this URL instead of the local one (not available yet)"),
   Options.optional
 )
@@ -45,30 +42,19 @@ const common = {
   provider: providerOption,
   model: modelOption,
   baseUrl: baseUrlOption,
-  workspace: Options.text("workspace").pipe(Options.withAlias("w"), Options.withDescription("The directory the tools work in (default: the current one)"), Options.optional),
-  conversation: Options.text("conversation").pipe(Options.withDescription("Continue this conversation (an id from `baton sessions list`)"), Options.optional),
+  workspace: Options.text("workspace").pipe(Options.withPseudoName("DIR"), Options.withAlias("w"), Options.withDescription("The directory the tools work in (default: the current one)"), Options.optional),
+  conversation: Options.text("conversation").pipe(Options.withPseudoName("ID"), Options.withDescription("Continue this conversation (an id from `baton sessions list`)"), Options.optional),
   continue: Options.boolean("continue").pipe(Options.withAlias("c"), Options.withDescription("Continue the latest conversation of this workspace")),
   approve: Options.choice("approve", APPROVE_MODES).pipe(
     Options.withDescription("Calls the rules leave open: ask (prompt; denied when stdin is not a terminal), allow, or deny"),
     Options.optional
   ),
-  maxTurns: Options.integer("max-turns").pipe(Options.withDescription("Stop a task after this many model turns"), Options.optional),
+  maxTurns: Options.integer("max-turns").pipe(Options.withPseudoName("N"), Options.withDescription("Stop a task after this many model turns"), Options.optional),
   home: homeOption,
   server: serverOption
 }
 
-const toArgs = (parsed: {
-  readonly provider: Option.Option<ProviderKind>
-  readonly model: Option.Option<string>
-  readonly baseUrl: Option.Option<string>
-  readonly workspace: Option.Option<string>
-  readonly conversation: Option.Option<string>
-  readonly continue: boolean
-  readonly approve: Option.Option<ApproveMode>
-  readonly maxTurns: Option.Option<number>
-  readonly home: Option.Option<string>
-  readonly server: Option.Option<string>
-}): CommonArgs => ({
+const toArgs = (parsed: Command.Command.ParseConfig<typeof common>): CommonArgs => ({
   provider: Option.getOrUndefined(parsed.provider),
   model: Option.getOrUndefined(parsed.model),
   baseUrl: Option.getOrUndefined(parsed.baseUrl),
@@ -83,7 +69,7 @@ const toArgs = (parsed: {
 
 const json = Options.boolean("json").pipe(Options.withDescription("Print one JSON object per line on stdout, nothing else"))
 
-/** Command bodies load on first use: `baton --help` parses only this file and @effect/cli. */
+/** Command bodies load on first use: `baton run --help` parses only this file and @effect/cli. */
 type Commands = typeof import("./programs/Commands.js")
 const commands = Effect.promise((): Promise<Commands> => import("./programs/Commands.js"))
 const lazy = <A, E, R>(f: (m: Commands) => Effect.Effect<A, E, R>) => Effect.flatMap(commands, f)
@@ -124,7 +110,7 @@ const sessions = Command.make("sessions").pipe(
   Command.withSubcommands([
     Command.make(
       "list",
-      { ...store, json, limit: Options.integer("limit").pipe(Options.withDefault(20), Options.withDescription("How many")) },
+      { ...store, json, limit: Options.integer("limit").pipe(Options.withPseudoName("N"), Options.withDefault(20), Options.withDescription("How many")) },
       (a) => lazy((m) => m.sessionsList(storeArgs(a), { json: a.json, limit: a.limit }))
     ).pipe(Command.withDescription("Recent conversations, newest first")),
     Command.make("show", { ...store, json, id: sessionId }, (a) => lazy((m) => m.sessionsShow(storeArgs(a), { json: a.json, id: a.id }))).pipe(
@@ -132,7 +118,7 @@ const sessions = Command.make("sessions").pipe(
     ),
     Command.make(
       "export",
-      { ...store, id: sessionId, out: Options.text("out").pipe(Options.withDescription("Directory for trace_001.jsonl, … (default ./baton-trace-<id>)"), Options.optional) },
+      { ...store, id: sessionId, out: Options.text("out").pipe(Options.withPseudoName("DIR"), Options.withDescription("Directory for trace_001.jsonl, … (default ./baton-trace-<id>)"), Options.optional) },
       (a) => lazy((m) => m.sessionsExport(storeArgs(a), { id: a.id, out: Option.getOrUndefined(a.out) }))
     ).pipe(Command.withDescription("Write the conversation's trace segments as JSONL files"))
   ])

@@ -159,6 +159,9 @@ describe("baton run (built CLI, loopback model)", () => {
       for (const name of ["BATON_MODEL", "BATON_API_KEY", "BATON_PROVIDER", "baton demo"]) assert.include(result.stderr, name)
       const usage = yield* runCli(["run", "--approve", "maybe", "x"], { env: { BATON_HOME: dirs.home } })
       assert.strictEqual(usage.code, 2, "a bad option value is a usage error")
+      const nowhere = yield* runCli(["run", "--workspace", Path.join(dirs.root, "missing"), "x"], { env: { BATON_HOME: dirs.home } })
+      assert.strictEqual(nowhere.code, 2)
+      assert.include(nowhere.stderr, "is not a usable directory")
     }))
 })
 

@@ -1,7 +1,6 @@
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Stream from "effect/Stream"
-import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import type { ConversationSettingsInput } from "../domain/Conversation.js"
@@ -29,25 +28,11 @@ export interface AppEnv {
 
 export const defaultHome = (): string => Path.join(Os.homedir(), ".baton")
 
-const realDirectory = (dir: string) =>
-  Effect.try({
-    try: () => {
-      const real = Fs.realpathSync.native(Path.resolve(dir))
-      if (!Fs.statSync(real).isDirectory()) throw new Error("not a directory")
-      return real
-    },
-    catch: (cause) =>
-      new ConfigError({
-        source: "--workspace",
-        field: "workspace",
-        message: `the workspace ${dir} is not a usable directory (${cause instanceof Error ? cause.message : String(cause)})`
-      })
-  })
-
 export const resolveEnv = (args: CommonArgs): Effect.Effect<AppEnv, ConfigError> =>
   Effect.gen(function*() {
     const home = Path.resolve(args.home ?? defaultHome())
-    const workspace = yield* realDirectory(args.workspace ?? process.cwd())
+    // Real (symlinks resolved), as the ToolExecutor and conversations record it.
+    const workspace = yield* ToolExecutorLive.resolveWorkspace(args.workspace ?? process.cwd())
     const settings = yield* loadSettings(home, workspace)
     return { home, workspace, settings, args }
   })

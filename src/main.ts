@@ -1,2 +1,49 @@
-// Placeholder until the CLI lands: say honestly that there is nothing to run yet.
-process.stdout.write("baton: the CLI is not built yet; `npm test` runs the foundation's test suite.\n")
+import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
+import * as NodePath from "@effect/platform-node/NodePath"
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
+import * as NodeTerminal from "@effect/platform-node/NodeTerminal"
+import * as Cause from "effect/Cause"
+import * as Console from "effect/Console"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Layer from "effect/Layer"
+import * as Logger from "effect/Logger"
+import { cli } from "./Cli.js"
+import { endingOf } from "./programs/Failure.js"
+import { colorFor, stripAnsi } from "./programs/Style.js"
+
+/** Help and usage errors come from @effect/cli in colour; a pipe or NO_COLOR gets them plain. */
+const plainConsole = Effect.map(Effect.console, (console): Console.Console => ({
+  ...console,
+  log: (...args) => console.log(...args.map((a) => (typeof a === "string" ? stripAnsi(a) : a))),
+  error: (...args) => console.error(...args.map((a) => (typeof a === "string" ? stripAnsi(a) : a)))
+}))
+
+const program = cli(process.argv).pipe(
+  (self) => colorFor(process.stdout, process.env) ? self : Effect.flatMap(plainConsole, (c) => Effect.withConsole(self, c)),
+  // What @effect/cli needs (not NodeContext: its command executor and workers would load for nothing).
+  Effect.provide(Layer.mergeAll(
+    NodeFileSystem.layer,
+    NodePath.layer,
+    NodeTerminal.layer,
+    // Logs (rare warnings) go to stderr: stdout belongs to the answer, or to `--json` events only.
+    Logger.replace(Logger.defaultLogger, Logger.prettyLogger({ stderr: true }))
+  )),
+  Effect.as(0),
+  Effect.catchAllCause((cause) =>
+    Cause.isInterruptedOnly(cause)
+      ? Effect.failCause(cause)
+      : Effect.sync(() => {
+        const ending = endingOf(cause)
+        if (ending.message !== undefined) process.stderr.write(`baton: ${ending.message}\n`)
+        return ending.code
+      })
+  )
+)
+
+NodeRuntime.runMain(program, {
+  disableErrorReporting: true,
+  disablePrettyLogger: true,
+  teardown: (exit, onExit) =>
+    onExit(Exit.isSuccess(exit) && typeof exit.value === "number" ? exit.value : Exit.isInterrupted(exit) ? 130 : 1)
+})

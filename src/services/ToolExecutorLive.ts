@@ -78,7 +78,7 @@ export const awaitResult = (call: ToolCall, fiber: Fiber.Fiber<ToolResult>, star
     return resultOf(call, { output: `internal error running ${call.name}: ${Cause.pretty(exit.cause)}`, isError: true }, duration)
   })
 
-const resolveWorkspace = (workspace: string) =>
+export const resolveWorkspace = (workspace: string) =>
   Effect.try({
     try: () => {
       const real = Fs.realpathSync.native(Path.resolve(workspace))

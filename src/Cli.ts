@@ -1,0 +1,132 @@
+import * as Args from "@effect/cli/Args"
+import * as Command from "@effect/cli/Command"
+import * as Options from "@effect/cli/Options"
+import * as Config from "effect/Config"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import { APPROVE_MODES, type CommonArgs, noCommonArgs, PROVIDER_KINDS } from "./programs/CommonArgs.js"
+import { VERSION } from "./Version.js"
+
+/**
+ * The `baton` command line: options, arguments and help. Each handler hands its parsed options to
+ * programs/Commands.ts, which resolves the environment, picks the layers (programs/AppEnv.ts) and
+ * runs one program. `serve` will be one more subcommand here, built on the same provider options.
+ */
+
+/** An optional option that falls back to an environment variable (read through Effect Config). */
+const fromEnv = <A>(option: Options.Options<A>, variable: string, config: Config.Config<A>, description: string) =>
+  option.pipe(Options.withFallbackConfig(config), Options.withDescription(`${description} (${variable})`), Options.optional)
+
+const providerOption = fromEnv(
+  Options.choice("provider", PROVIDER_KINDS),
+  "BATON_PROVIDER",
+  Config.literal(...PROVIDER_KINDS)("BATON_PROVIDER"),
+  "Model API: openai-chat (also Ollama, vLLM, llama.cpp), anthropic, openai-responses, or replay"
+)
+const modelOption = fromEnv(Options.text("model").pipe(Options.withPseudoName("NAME")), "BATON_MODEL", Config.string("BATON_MODEL"), "Model name")
+const baseUrlOption = fromEnv(
+  Options.text("base-url").pipe(Options.withPseudoName("URL")),
+  "BATON_BASE_URL",
+  Config.string("BATON_BASE_URL"),
+  "API base URL, e.g. http://127.0.0.1:11434/v1 for Ollama"
+)
+const homeOption = fromEnv(Options.text("home").pipe(Options.withPseudoName("DIR")), "BATON_HOME", Config.string("BATON_HOME"), "Where conversations and settings live, default ~/.baton")
+const serverOption = Options.text("server").pipe(
+  Options.withPseudoName("URL"),
+  Options.withDescription("Use a `baton serve` backend at this URL instead of the local one (not available yet)"),
+  Options.optional
+)
+
+/** The options of every task command. */
+const common = {
+  provider: providerOption,
+  model: modelOption,
+  baseUrl: baseUrlOption,
+  workspace: Options.text("workspace").pipe(Options.withPseudoName("DIR"), Options.withAlias("w"), Options.withDescription("The directory the tools work in (default: the current one)"), Options.optional),
+  conversation: Options.text("conversation").pipe(Options.withPseudoName("ID"), Options.withDescription("Continue this conversation (an id from `baton sessions list`)"), Options.optional),
+  continue: Options.boolean("continue").pipe(Options.withAlias("c"), Options.withDescription("Continue the latest conversation of this workspace")),
+  approve: Options.choice("approve", APPROVE_MODES).pipe(
+    Options.withDescription("Calls the rules leave open: ask (prompt; denied when stdin is not a terminal), allow, or deny"),
+    Options.optional
+  ),
+  maxTurns: Options.integer("max-turns").pipe(Options.withPseudoName("N"), Options.withDescription("Stop a task after this many model turns"), Options.optional),
+  home: homeOption,
+  server: serverOption
+}
+
+const toArgs = (parsed: Command.Command.ParseConfig<typeof common>): CommonArgs => ({
+  provider: Option.getOrUndefined(parsed.provider),
+  model: Option.getOrUndefined(parsed.model),
+  baseUrl: Option.getOrUndefined(parsed.baseUrl),
+  workspace: Option.getOrUndefined(parsed.workspace),
+  conversation: Option.getOrUndefined(parsed.conversation),
+  continue: parsed.continue,
+  approve: Option.getOrUndefined(parsed.approve),
+  maxTurns: Option.getOrUndefined(parsed.maxTurns),
+  home: Option.getOrUndefined(parsed.home),
+  server: Option.getOrUndefined(parsed.server)
+})
+
+const json = Options.boolean("json").pipe(Options.withDescription("Print one JSON object per line on stdout, nothing else"))
+
+/** Command bodies load on first use: `baton run --help` parses only this file and @effect/cli. */
+type Commands = typeof import("./programs/Commands.js")
+const commands = Effect.promise((): Promise<Commands> => import("./programs/Commands.js"))
+const lazy = <A, E, R>(f: (m: Commands) => Effect.Effect<A, E, R>) => Effect.flatMap(commands, f)
+
+const run = Command.make(
+  "run",
+  { common, json, prompt: Args.text({ name: "prompt" }).pipe(Args.atLeast(1), Args.withDescription("What to do (`-` reads it from stdin)")) },
+  (a) => lazy((m) => m.run(toArgs(a.common), { json: a.json, prompt: a.prompt }))
+).pipe(Command.withDescription("Run one task and exit: the answer streams to stdout, progress to stderr"))
+
+const chat = Command.make("chat", { common }, (a) => lazy((m) => m.chat(toArgs(a.common)))).pipe(
+  Command.withDescription("An interactive session: streaming answers, an approval prompt per call, Ctrl-C interrupts a task")
+)
+
+const replay = Command.make(
+  "replay",
+  { common, json, cassette: Args.file({ name: "cassette", exists: "yes" }).pipe(Args.withDescription("A cassette recorded with BATON_RECORD_CASSETTE")) },
+  (a) => lazy((m) => m.replay(toArgs(a.common), { json: a.json, cassette: a.cassette }))
+).pipe(Command.withDescription("Run a recorded task again from its cassette, with no model and no network"))
+
+const demo = Command.make(
+  "demo",
+  { fast: Options.boolean("fast").pipe(Options.withDescription("Do not pace the output for reading")) },
+  (a) => lazy((m) => m.demo({ fast: a.fast }))
+).pipe(Command.withDescription("A recorded coding task through the whole stack: no API key, no network"))
+
+/** Reading conversations needs the store, not a model or a workspace's settings. */
+const store = { home: homeOption, server: serverOption }
+const storeArgs = (a: { readonly home: Option.Option<string>; readonly server: Option.Option<string> }): CommonArgs => ({
+  ...noCommonArgs,
+  home: Option.getOrUndefined(a.home),
+  server: Option.getOrUndefined(a.server)
+})
+const sessionId = Args.text({ name: "id" }).pipe(Args.withDescription("A conversation id"))
+
+const sessions = Command.make("sessions").pipe(
+  Command.withDescription("List, show and export conversations"),
+  Command.withSubcommands([
+    Command.make(
+      "list",
+      { ...store, json, limit: Options.integer("limit").pipe(Options.withPseudoName("N"), Options.withDefault(20), Options.withDescription("How many")) },
+      (a) => lazy((m) => m.sessionsList(storeArgs(a), { json: a.json, limit: a.limit }))
+    ).pipe(Command.withDescription("Recent conversations, newest first")),
+    Command.make("show", { ...store, json, id: sessionId }, (a) => lazy((m) => m.sessionsShow(storeArgs(a), { json: a.json, id: a.id }))).pipe(
+      Command.withDescription("A conversation's history (--json: the recorded events, one per line)")
+    ),
+    Command.make(
+      "export",
+      { ...store, id: sessionId, out: Options.text("out").pipe(Options.withPseudoName("DIR"), Options.withDescription("Directory for trace_001.jsonl, … (default ./baton-trace-<id>)"), Options.optional) },
+      (a) => lazy((m) => m.sessionsExport(storeArgs(a), { id: a.id, out: Option.getOrUndefined(a.out) }))
+    ).pipe(Command.withDescription("Write the conversation's trace segments as JSONL files"))
+  ])
+)
+
+const baton = Command.make("baton").pipe(
+  Command.withDescription("An agent runtime: a model proposes tool calls, you or your rules approve them, Baton runs them."),
+  Command.withSubcommands([run, chat, sessions, replay, demo])
+)
+
+export const cli = Command.run(baton, { name: "baton", version: VERSION })

@@ -1,0 +1,50 @@
+import { VERSION } from "./Version.js"
+
+/**
+ * `baton`, `baton --help` and `baton --version`, answered without loading Effect: the first thing a
+ * person runs should be instant and short. Each command's full help (`baton run --help`) comes from
+ * @effect/cli; test/CliHelp.test.ts checks this page names every command and option it defines.
+ */
+export const rootHelp = (color: boolean): string => {
+  const b = (text: string) => (color ? `\x1b[1m${text}\x1b[22m` : text)
+  const d = (text: string) => (color ? `\x1b[2m${text}\x1b[22m` : text)
+  return `${b("baton")} ${VERSION} — an agent runtime: a model proposes tool calls, you (or your rules) approve them, Baton runs them.
+
+${b("Usage")}
+  baton run [options] <prompt>     one task, then exit: the answer on stdout, progress on stderr
+                                   (--json: every event as one JSON object per line)
+  baton chat [options]             an interactive session: streaming answers, approval prompts, Ctrl-C interrupts
+  baton sessions list              conversations, newest first          ${d("(--json, --limit N)")}
+  baton sessions show <id>         a conversation's history             ${d("(--json)")}
+  baton sessions export <id>       its trace as trace_001.jsonl, …      ${d("(--out DIR)")}
+  baton replay <cassette>          run a recorded task again, no model needed
+  baton demo [--fast]              see it work: a recorded coding task, no API key, no network
+
+${b("Options")} ${d("(run, chat, replay)")}
+  --provider P          openai-chat | anthropic | openai-responses | replay   ${d("BATON_PROVIDER")}
+  --model NAME          the model                                             ${d("BATON_MODEL")}
+  --base-url URL        e.g. http://127.0.0.1:11434/v1 for Ollama             ${d("BATON_BASE_URL")}
+  -w, --workspace DIR   where the tools work (default: the current directory)
+  -c, --continue        continue the latest conversation of this workspace
+  --conversation ID     continue that conversation
+  --approve MODE        calls the rules leave open: ask | allow | deny
+                        ${d("(chat asks; run denies unless told; nothing is approved by a prompt when stdin is not a terminal)")}
+  --max-turns N         stop a task after N model turns
+  --home DIR            conversations and settings.json                      ${d("BATON_HOME, default ~/.baton")}
+  --server URL          use a \`baton serve\` backend ${d("(not available yet)")}
+
+${b("Keys")} come only from the environment: BATON_API_KEY, or OPENAI_API_KEY / ANTHROPIC_API_KEY
+(each sent only to its own vendor's hosts). Settings: $BATON_HOME/settings.json, <workspace>/.baton/settings.json.
+Exit codes: 0 done · 1 failed · 2 usage or configuration · 3 authentication · 130 interrupted.
+
+\`baton <command> --help\` lists every option of a command.
+`
+}
+
+/** The invocations this page answers by itself. */
+export const quickAnswer = (argv: ReadonlyArray<string>): "help" | "version" | undefined =>
+  argv.length === 0 || (argv.length === 1 && (argv[0] === "--help" || argv[0] === "-h"))
+    ? "help"
+    : argv.length === 1 && argv[0] === "--version"
+    ? "version"
+    : undefined

@@ -1,0 +1,100 @@
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Stream from "effect/Stream"
+import * as Os from "node:os"
+import * as Path from "node:path"
+import type { ConversationSettingsInput } from "../domain/Conversation.js"
+import { ConfigError, type StoreError } from "../domain/Errors.js"
+import { ProviderInvalidRequest } from "../domain/ProviderError.js"
+import { emptyRules } from "../domain/Settings.js"
+import type { Backend } from "../services/Backend.js"
+import { layerLocal } from "../services/BackendLocal.js"
+import { Provider } from "../services/Provider.js"
+import { type ProviderSettings, resolveProviderSettings } from "../services/ProviderConfig.js"
+import { layerSqlite } from "../services/StoreSqlite.js"
+import type { ToolExecutor } from "../services/ToolExecutor.js"
+import * as ToolExecutorLive from "../services/ToolExecutorLive.js"
+import type { CommonArgs } from "./CommonArgs.js"
+import { type LoadedSettings, loadSettings } from "./LoadSettings.js"
+
+/** Where a command runs: the resolved home and workspace, the settings files in force, its options. */
+export interface AppEnv {
+  readonly home: string
+  /** Absolute and real (symlinks resolved), as the ToolExecutor and `--continue` see it. */
+  readonly workspace: string
+  readonly settings: LoadedSettings
+  readonly args: CommonArgs
+}
+
+export const defaultHome = (): string => Path.join(Os.homedir(), ".baton")
+
+export const resolveEnv = (args: CommonArgs): Effect.Effect<AppEnv, ConfigError> =>
+  Effect.gen(function*() {
+    const home = Path.resolve(args.home ?? defaultHome())
+    // Real (symlinks resolved), as the ToolExecutor and conversations record it.
+    const workspace = yield* ToolExecutorLive.resolveWorkspace(args.workspace ?? process.cwd())
+    const settings = yield* loadSettings(home, workspace)
+    return { home, workspace, settings, args }
+  })
+
+/** For commands that only read conversations: the home, and nothing from the workspace. */
+export const storeEnv = (args: CommonArgs): AppEnv => ({
+  home: Path.resolve(args.home ?? defaultHome()),
+  workspace: process.cwd(),
+  settings: { file: {}, rules: emptyRules, sources: [] },
+  args
+})
+
+const PROVIDER_HELP = [
+  "  Configure a model with BATON_PROVIDER (openai-chat | anthropic | openai-responses), BATON_MODEL and BATON_API_KEY",
+  "  (or OPENAI_API_KEY / ANTHROPIC_API_KEY), or with --provider, --model and --base-url, or in settings.json.",
+  "  To see Baton work without a key or a network: baton demo"
+].join("\n")
+
+/** The model configuration: options over the environment over the settings files. */
+export const providerSettings = (env: AppEnv): Effect.Effect<ProviderSettings, ConfigError> =>
+  resolveProviderSettings(
+    { provider: env.args.provider, model: env.args.model, baseUrl: env.args.baseUrl },
+    { provider: env.settings.file.provider, model: env.settings.file.model, baseUrl: env.settings.file.baseUrl }
+  ).pipe(Effect.mapError((e) => new ConfigError({ ...e, message: `${e.message}\n${PROVIDER_HELP}` })))
+
+export const describeProvider = (settings: ProviderSettings): string =>
+  settings.kind === "replay" ? `replay of ${Path.basename(settings.cassette)}` : `${settings.live.model} via ${settings.kind}`
+
+/** For commands that only read conversations: a model call would be a bug. */
+const noModel = Layer.succeed(Provider, Provider.of({
+  stream: () => Stream.fail(new ProviderInvalidRequest({ status: 0, message: "this command makes no model calls" }))
+}))
+
+export const storeFile = (env: AppEnv) => Path.join(env.home, "baton.db")
+
+/**
+ * Where conversations and model calls live. This is the one place `--server URL` swaps the local
+ * backend (SQLite under the home + the provider in this process) for the remote one.
+ */
+export const backendLayer = (env: AppEnv, provider: Layer.Layer<Provider, ConfigError> | undefined): Layer.Layer<Backend, ConfigError | StoreError> => {
+  if (env.args.server !== undefined) {
+    return Layer.fail(new ConfigError({
+      source: "--server",
+      field: "server",
+      message: `--server ${env.args.server}: the remote backend is not available in this build yet; run without --server to use the local one`
+    }))
+  }
+  return layerLocal().pipe(Layer.provide([layerSqlite({ filename: storeFile(env) }), provider ?? noModel]))
+}
+
+/** The workspace's tools; shells orphaned by a crashed Baton are reaped from the home's registry. */
+export const toolsLayer = (env: AppEnv): Layer.Layer<ToolExecutor, ConfigError> =>
+  ToolExecutorLive.layer({ workspace: env.workspace, processRegistryDir: Path.join(env.home, "processes") })
+
+/** Backend + tools for a task command, with this model. */
+export const taskLayer = (env: AppEnv, provider: Layer.Layer<Provider, ConfigError>): Layer.Layer<Backend | ToolExecutor, ConfigError | StoreError> =>
+  Layer.merge(backendLayer(env, provider), toolsLayer(env))
+
+/** What a new conversation starts with, from the settings files. */
+export const conversationSettings = (env: AppEnv): Omit<ConversationSettingsInput, "tools" | "workspace"> => ({
+  ...(env.settings.file.systemPrompt !== undefined ? { system_prompt: env.settings.file.systemPrompt } : {}),
+  ...(env.settings.file.compaction !== undefined ? { compaction: env.settings.file.compaction } : {})
+})
+
+export const maxTurns = (env: AppEnv): number | undefined => env.args.maxTurns ?? env.settings.file.maxTurns

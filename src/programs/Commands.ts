@@ -1,0 +1,63 @@
+import * as Effect from "effect/Effect"
+import * as Fs from "node:fs"
+import { backendLayer, providerSettings, resolveEnv, storeEnv } from "./AppEnv.js"
+import type { CommonArgs } from "./CommonArgs.js"
+import { layerFromSettings } from "../services/ProviderConfig.js"
+import { chat as chatProgram } from "./Chat.js"
+import { parseConversationId } from "./Conversations.js"
+import { demo as demoProgram } from "./Demo.js"
+import { nodeIo } from "./Io.js"
+import { recordedTask } from "./Replay.js"
+import { runTask } from "./RunTask.js"
+import { exportSession, listSessions, showSession } from "./Sessions.js"
+
+/**
+ * The body of every `baton` command: resolve where it runs, pick the layers, call one program.
+ * src/Cli.ts loads this module only once a command runs, so `baton --help` never pays for SQLite,
+ * the providers or the tools. A `serve` command is one more function here.
+ */
+
+const readPrompt = (words: ReadonlyArray<string>) =>
+  Effect.sync(() => (words.length === 1 && words[0] === "-" ? Fs.readFileSync(0, "utf8") : words.join(" ")))
+
+export const run = (args: CommonArgs, options: { readonly json: boolean; readonly prompt: ReadonlyArray<string> }) =>
+  Effect.gen(function*() {
+    const env = yield* resolveEnv(args)
+    const provider = yield* providerSettings(env)
+    yield* runTask(nodeIo(), { env, prompt: [yield* readPrompt(options.prompt)], json: options.json, provider: layerFromSettings(provider) })
+  })
+
+export const chat = (args: CommonArgs) =>
+  Effect.gen(function*() {
+    const env = yield* resolveEnv(args)
+    const provider = yield* providerSettings(env)
+    yield* chatProgram(nodeIo(), env, provider)
+  })
+
+export const replay = (args: CommonArgs, options: { readonly json: boolean; readonly cassette: string }) =>
+  Effect.gen(function*() {
+    const env = yield* resolveEnv(args)
+    const task = yield* recordedTask(options.cassette)
+    yield* runTask(nodeIo(), {
+      env,
+      prompt: task.prompt,
+      json: options.json,
+      provider: layerFromSettings({ kind: "replay", cassette: task.cassette }),
+      settings: { system_prompt: task.system, ...(task.model !== undefined ? { model: task.model } : {}) },
+      view: { prompts: true }
+    })
+  })
+
+const withStore = <A, E, R>(args: CommonArgs, program: Effect.Effect<A, E, R>) =>
+  Effect.provide(program, backendLayer(storeEnv(args), undefined))
+
+export const sessionsList = (args: CommonArgs, options: { readonly json: boolean; readonly limit: number }) =>
+  withStore(args, listSessions(nodeIo(), options))
+
+export const sessionsShow = (args: CommonArgs, options: { readonly json: boolean; readonly id: string }) =>
+  Effect.flatMap(parseConversationId(options.id), (id) => withStore(args, showSession(nodeIo(), id, options)))
+
+export const sessionsExport = (args: CommonArgs, options: { readonly id: string; readonly out: string | undefined }) =>
+  Effect.flatMap(parseConversationId(options.id), (id) => withStore(args, exportSession(nodeIo(), id, options)))
+
+export const demo = (options: { readonly fast: boolean }) => demoProgram(nodeIo(), options)

@@ -10,7 +10,7 @@ import { VERSION } from "./Version.js"
 /**
  * The `baton` command line: options, arguments and help. Each handler hands its parsed options to
  * programs/Commands.ts, which resolves the environment, picks the layers (programs/AppEnv.ts) and
- * runs one program. `serve` will be one more subcommand here, built on the same provider options.
+ * runs one program.
  */
 
 /** An optional option that falls back to an environment variable (read through Effect Config). */
@@ -33,7 +33,7 @@ const baseUrlOption = fromEnv(
 const homeOption = fromEnv(Options.text("home").pipe(Options.withPseudoName("DIR")), "BATON_HOME", Config.string("BATON_HOME"), "Where conversations and settings live, default ~/.baton")
 const serverOption = Options.text("server").pipe(
   Options.withPseudoName("URL"),
-  Options.withDescription("Use a `baton serve` backend at this URL instead of the local one (not available yet)"),
+  Options.withDescription("Use a `baton serve` backend at this URL instead of the local one (token: BATON_TOKEN)"),
   Options.optional
 )
 
@@ -96,6 +96,26 @@ const demo = Command.make(
   (a) => lazy((m) => m.demo({ fast: a.fast }))
 ).pipe(Command.withDescription("A recorded coding task through the whole stack: no API key, no network"))
 
+const serve = Command.make(
+  "serve",
+  {
+    provider: providerOption,
+    model: modelOption,
+    baseUrl: baseUrlOption,
+    home: homeOption,
+    host: Options.text("host").pipe(Options.withDescription("Address to bind (default 127.0.0.1; any other needs a token)"), Options.optional),
+    port: Options.integer("port").pipe(Options.withDescription("Port (default 8283; 0 picks a free one)"), Options.optional),
+    token: Options.redacted("token").pipe(Options.withDescription("Require this bearer token (BATON_TOKEN); never logged"), Options.optional)
+  },
+  (a) =>
+    lazy((m) =>
+      m.serve(
+        { ...noCommonArgs, provider: Option.getOrUndefined(a.provider), model: Option.getOrUndefined(a.model), baseUrl: Option.getOrUndefined(a.baseUrl), home: Option.getOrUndefined(a.home) },
+        { host: Option.getOrUndefined(a.host), port: Option.getOrUndefined(a.port), token: Option.getOrUndefined(a.token) }
+      )
+    )
+).pipe(Command.withDescription("Host conversations over HTTP + SSE for clients using --server (runs survive disconnects)"))
+
 /** Reading conversations needs the store, not a model or a workspace's settings. */
 const store = { home: homeOption, server: serverOption }
 const storeArgs = (a: { readonly home: Option.Option<string>; readonly server: Option.Option<string> }): CommonArgs => ({
@@ -126,7 +146,7 @@ const sessions = Command.make("sessions").pipe(
 
 const baton = Command.make("baton").pipe(
   Command.withDescription("An agent runtime: a model proposes tool calls, you or your rules approve them, Baton runs them."),
-  Command.withSubcommands([run, chat, sessions, replay, demo])
+  Command.withSubcommands([run, chat, sessions, serve, replay, demo])
 )
 
 export const cli = Command.run(baton, { name: "baton", version: VERSION })

@@ -17,6 +17,7 @@ ${b("Usage")}
   baton sessions list              conversations, newest first          ${d("(--json, --limit N)")}
   baton sessions show <id>         a conversation's history             ${d("(--json)")}
   baton sessions export <id>       its trace as trace_001.jsonl, …      ${d("(--out DIR)")}
+  baton serve                      host conversations over HTTP + SSE   ${d("(--host, --port, --token)")}
   baton replay <cassette>          run a recorded task again, no model needed
   baton demo [--fast]              see it work: a recorded coding task, no API key, no network
 
@@ -31,7 +32,7 @@ ${b("Options")} ${d("(run, chat, replay)")}
                         ${d("(chat asks; run denies unless told; nothing is approved by a prompt when stdin is not a terminal)")}
   --max-turns N         stop a task after N model turns
   --home DIR            conversations and settings.json                      ${d("BATON_HOME, default ~/.baton")}
-  --server URL          use a \`baton serve\` backend ${d("(not available yet)")}
+  --server URL          use a \`baton serve\` backend instead of the local one   ${d("BATON_TOKEN for its token")}
 
 ${b("Keys")} come only from the environment: BATON_API_KEY, or OPENAI_API_KEY / ANTHROPIC_API_KEY
 (each sent only to its own vendor's hosts). Settings: $BATON_HOME/settings.json, <workspace>/.baton/settings.json.

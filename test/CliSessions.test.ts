@@ -62,7 +62,7 @@ describe("baton sessions and continuing (built CLI)", () => {
       assert.include(shown.stdout, "The user asked once")
     }))
 
-  it.scopedLive("an unknown --conversation or session id is a usage error (exit 2); --server is not available yet", () =>
+  it.scopedLive("an unknown --conversation or session id is a usage error (exit 2)", () =>
     Effect.gen(function*() {
       const dirs = yield* cliDirs
       const server = yield* MockModelServer.make()
@@ -72,9 +72,6 @@ describe("baton sessions and continuing (built CLI)", () => {
       assert.include(run.stderr, "conv-nope")
       const show = yield* runCli(["sessions", "show", "conv-nope"], { env })
       assert.strictEqual(show.code, 2)
-      const remote = yield* runCli(["run", "--server", "http://127.0.0.1:1", "-w", dirs.workspace, "hi"], { env })
-      assert.strictEqual(remote.code, 2)
-      assert.include(remote.stderr, "--server http://127.0.0.1:1: the remote backend is not available in this build yet")
       assert.strictEqual((yield* server.requests).length, 0)
     }))
 })

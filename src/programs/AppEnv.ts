@@ -1,5 +1,8 @@
+import * as Config from "effect/Config"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import type * as Redacted from "effect/Redacted"
 import * as Stream from "effect/Stream"
 import * as Os from "node:os"
 import * as Path from "node:path"
@@ -9,8 +12,9 @@ import { ProviderInvalidRequest } from "../domain/ProviderError.js"
 import { emptyRules } from "../domain/Settings.js"
 import type { Backend } from "../services/Backend.js"
 import { layerLocal } from "../services/BackendLocal.js"
+import { layerRemote } from "../services/BackendRemote.js"
 import { Provider } from "../services/Provider.js"
-import { type ProviderSettings, resolveProviderSettings } from "../services/ProviderConfig.js"
+import { layerFromSettings, type ProviderSettings, resolveProviderSettings } from "../services/ProviderConfig.js"
 import { layerSqlite } from "../services/StoreSqlite.js"
 import type { ToolExecutor } from "../services/ToolExecutor.js"
 import * as ToolExecutorLive from "../services/ToolExecutorLive.js"
@@ -61,6 +65,17 @@ export const providerSettings = (env: AppEnv): Effect.Effect<ProviderSettings, C
 export const describeProvider = (settings: ProviderSettings): string =>
   settings.kind === "replay" ? `replay of ${Path.basename(settings.cassette)}` : `${settings.live.model} via ${settings.kind}`
 
+/** The model a task command uses, and how to name it. With `--server` the server makes the model calls. */
+export interface Model {
+  readonly layer: Layer.Layer<Provider, ConfigError>
+  readonly describe: string
+}
+
+export const modelFor = (env: AppEnv): Effect.Effect<Model, ConfigError> =>
+  env.args.server !== undefined
+    ? Effect.succeed({ layer: noModel, describe: `the server at ${env.args.server}` })
+    : Effect.map(providerSettings(env), (settings) => ({ layer: layerFromSettings(settings), describe: describeProvider(settings) }))
+
 /** For commands that only read conversations: a model call would be a bug. */
 const noModel = Layer.succeed(Provider, Provider.of({
   stream: () => Stream.fail(new ProviderInvalidRequest({ status: 0, message: "this command makes no model calls" }))
@@ -73,15 +88,20 @@ export const storeFile = (env: AppEnv) => Path.join(env.home, "baton.db")
  * backend (SQLite under the home + the provider in this process) for the remote one.
  */
 export const backendLayer = (env: AppEnv, provider: Layer.Layer<Provider, ConfigError> | undefined): Layer.Layer<Backend, ConfigError | StoreError> => {
-  if (env.args.server !== undefined) {
-    return Layer.fail(new ConfigError({
-      source: "--server",
-      field: "server",
-      message: `--server ${env.args.server}: the remote backend is not available in this build yet; run without --server to use the local one`
-    }))
+  const server = env.args.server
+  if (server !== undefined) {
+    return Layer.unwrapEffect(
+      Effect.map(serverToken, (token) => layerRemote({ url: server.replace(/\/+$/, ""), ...(token !== undefined ? { token } : {}) }))
+    )
   }
   return layerLocal().pipe(Layer.provide([layerSqlite({ filename: storeFile(env) }), provider ?? noModel]))
 }
+
+/** The bearer token for `--server`, only ever from the environment. */
+export const serverToken: Effect.Effect<Redacted.Redacted<string> | undefined, ConfigError> = Config.option(Config.redacted("BATON_TOKEN")).pipe(
+  Effect.map(Option.getOrUndefined),
+  Effect.mapError((e) => new ConfigError({ source: "BATON_TOKEN", message: String(e) }))
+)
 
 /** The workspace's tools; shells orphaned by a crashed Baton are reaped from the home's registry. */
 export const toolsLayer = (env: AppEnv): Layer.Layer<ToolExecutor, ConfigError> =>

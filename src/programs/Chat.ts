@@ -3,9 +3,8 @@ import * as Fiber from "effect/Fiber"
 import * as Queue from "effect/Queue"
 import * as Stream from "effect/Stream"
 import type { TaskEvent } from "../domain/Events.js"
-import { layerFromSettings, type ProviderSettings } from "../services/ProviderConfig.js"
 import type { Approver } from "./Approval.js"
-import { type AppEnv, conversationSettings, describeProvider, maxTurns, taskLayer } from "./AppEnv.js"
+import { type AppEnv, conversationSettings, maxTurns, type Model, taskLayer } from "./AppEnv.js"
 import { allowAll, NOT_A_TTY_NOTE } from "./Approvers.js"
 import { makeChatApproval } from "./ChatApprover.js"
 import { selectConversation } from "./Conversations.js"
@@ -32,7 +31,7 @@ const HELP = [
  * interrupts the task (the Session records the carry-over) without leaving. On piped input each line
  * is a prompt, nothing is approved by a prompt, and the end of input ends the chat.
  */
-export const chat = (io: Io, env: AppEnv, provider: ProviderSettings) =>
+export const chat = (io: Io, env: AppEnv, model: Model) =>
   Effect.gen(function*() {
     const interactive = io.stdinTTY && io.stdoutTTY
     const style = makeStyle(colorFor({ isTTY: io.stdoutTTY }, io.env))
@@ -65,7 +64,7 @@ export const chat = (io: Io, env: AppEnv, provider: ProviderSettings) =>
       settings: conversationSettings(env)
     })
     yield* view.print([
-      `${style.bold("baton")} ${VERSION} · ${describeProvider(provider)} · ${env.workspace}`,
+      `${style.bold("baton")} ${VERSION} · ${model.describe} · ${env.workspace}`,
       style.dim(`${selected.id !== undefined ? "continuing" : "new"} conversation ${session.conversationId}`),
       ...(mode === "ask" && !interactive ? [style.yellow(NOT_A_TTY_NOTE)] : []),
       ...(interactive ? [style.dim("Enter sends · typing during a task steers it · Ctrl-C interrupts a task · /help · /exit")] : [])
@@ -182,4 +181,4 @@ export const chat = (io: Io, env: AppEnv, provider: ProviderSettings) =>
       screen.write("\n")
     }
     yield* view.print(style.dim(`conversation ${session.conversationId}\ncontinue it with: baton chat --conversation ${session.conversationId}`))
-  }).pipe(Effect.scoped, Effect.provide(taskLayer(env, layerFromSettings(provider))))
+  }).pipe(Effect.scoped, Effect.provide(taskLayer(env, model.layer)))

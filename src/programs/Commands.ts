@@ -1,6 +1,6 @@
 import * as Effect from "effect/Effect"
 import * as Fs from "node:fs"
-import { backendLayer, providerSettings, resolveEnv, storeEnv } from "./AppEnv.js"
+import { backendLayer, modelFor, resolveEnv, storeEnv } from "./AppEnv.js"
 import type { CommonArgs } from "./CommonArgs.js"
 import { layerFromSettings } from "../services/ProviderConfig.js"
 import { chat as chatProgram } from "./Chat.js"
@@ -9,12 +9,13 @@ import { demo as demoProgram } from "./Demo.js"
 import { nodeIo } from "./Io.js"
 import { recordedTask } from "./Replay.js"
 import { runTask } from "./RunTask.js"
+import { type ServeCommandOptions, serve as serveProgram } from "./ServeCommand.js"
 import { exportSession, listSessions, showSession } from "./Sessions.js"
 
 /**
  * The body of every `baton` command: resolve where it runs, pick the layers, call one program.
  * src/Cli.ts loads this module only once a command runs, so `baton --help` never pays for SQLite,
- * the providers or the tools. A `serve` command is one more function here.
+ * the providers or the tools.
  */
 
 const readPrompt = (words: ReadonlyArray<string>) =>
@@ -23,15 +24,14 @@ const readPrompt = (words: ReadonlyArray<string>) =>
 export const run = (args: CommonArgs, options: { readonly json: boolean; readonly prompt: ReadonlyArray<string> }) =>
   Effect.gen(function*() {
     const env = yield* resolveEnv(args)
-    const provider = yield* providerSettings(env)
-    yield* runTask(nodeIo(), { env, prompt: [yield* readPrompt(options.prompt)], json: options.json, provider: layerFromSettings(provider) })
+    const model = yield* modelFor(env)
+    yield* runTask(nodeIo(), { env, prompt: [yield* readPrompt(options.prompt)], json: options.json, provider: model.layer })
   })
 
 export const chat = (args: CommonArgs) =>
   Effect.gen(function*() {
     const env = yield* resolveEnv(args)
-    const provider = yield* providerSettings(env)
-    yield* chatProgram(nodeIo(), env, provider)
+    yield* chatProgram(nodeIo(), env, yield* modelFor(env))
   })
 
 export const replay = (args: CommonArgs, options: { readonly json: boolean; readonly cassette: string }) =>
@@ -61,3 +61,5 @@ export const sessionsExport = (args: CommonArgs, options: { readonly id: string;
   Effect.flatMap(parseConversationId(options.id), (id) => withStore(args, exportSession(nodeIo(), id, options)))
 
 export const demo = (options: { readonly fast: boolean }) => demoProgram(nodeIo(), options)
+
+export const serve = (args: CommonArgs, options: ServeCommandOptions) => serveProgram(nodeIo(), args, options)

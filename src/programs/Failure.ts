@@ -33,6 +33,7 @@ export const endingOf = (cause: Cause.Cause<unknown>): Ending => {
     case "ConfigError":
     case "NotFound":
     case "InvalidInput":
+    case "ServerStartError":
       return { code: ExitCode.usage, message }
     case "Unauthorized":
       return { code: ExitCode.auth, message }

@@ -1,7 +1,5 @@
 import { Chunk, Clock, Effect, Layer, Option, Stream } from "effect"
-import type { Conversation } from "../domain/Conversation.js"
 import { InvalidInput } from "../domain/Errors.js"
-import type { TaskEventType } from "../domain/Events.js"
 import type { ToolCall } from "../domain/Messages.js"
 import { ConversationId, MessageId, type Otid, RunId } from "../domain/Ids.js"
 import {
@@ -16,15 +14,13 @@ import {
   defaultFlags,
   encodeCursor,
   isMessageType,
-  isOlder,
-  type OpenCall
+  isOlder
 } from "../domain/ItemLog.js"
 import {
   chunkCheckError,
   conversationNotFound,
   busyConflict,
   decodeChunk,
-  decodeEvent,
   encodeEvent,
   makeConversation,
   messageNotFound,
@@ -32,27 +28,8 @@ import {
   rejectDeltaItems,
   runNotFound
 } from "./StoreCodec.js"
-import type { StoredItem } from "../domain/History.js"
 import { type Run, Store } from "./Store.js"
-
-interface Row {
-  readonly id: MessageId
-  readonly position: number
-  readonly segment: number
-  readonly inContext: boolean
-  readonly inTrace: boolean
-  readonly type: TaskEventType
-  readonly body: string
-  readonly createdAt: number
-}
-
-interface ConversationState {
-  conversation: Conversation
-  touched: number
-  segment: number
-  readonly rows: Array<Row>
-  open: ReadonlyArray<OpenCall>
-}
+import { type ConversationState, type Row, toStored } from "./StoreMemoryRows.js"
 
 const pageSize = 256
 
@@ -76,21 +53,6 @@ export const layerMemory: Layer.Layer<Store> = Layer.sync(Store, () => {
       const state = conversations.get(id)
       return state === undefined ? Effect.fail(conversationNotFound(id)) : Effect.succeed(state)
     })
-
-  const toStored = (conversationId: ConversationId, row: Row): Effect.Effect<StoredItem, never> =>
-    decodeEvent(row.body, undefined).pipe(
-      Effect.orDie,
-      Effect.map((item) => ({
-        id: row.id,
-        conversationId,
-        position: row.position,
-        segment: row.segment,
-        inContext: row.inContext,
-        inTrace: row.inTrace,
-        item,
-        createdAt: row.createdAt
-      }))
-    )
 
   const storedAll = (conversationId: ConversationId, rows: ReadonlyArray<Row>) =>
     Effect.forEach(rows, (row) => toStored(conversationId, row))

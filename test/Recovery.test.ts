@@ -36,6 +36,7 @@ const table: ReadonlyArray<readonly [string, Failure, (attempt: number) => Recov
   ["empty response", new EmptyResponse({ message: "x" }), (n) => (n === 0 ? retry(500) : n === 1 ? retry(1000, true) : failed)],
   ["store error", new StoreError({ reason: "io", message: "x" }), () => failed],
   ["a run stream that broke (remote backend)", new StreamBroken({ message: "x" }), reconnect],
+  ["a store transaction that lost a race", { _tag: "StoreBusy" }, (n) => (n < 5 ? retry(20 * 2 ** n) : failed)],
   ["invalid input", new InvalidInput({ message: "x" }), () => failed]
 ]
 

@@ -29,6 +29,9 @@ export interface Budgets {
   readonly emptyBaseMs: number
   /** Stale-approval resolutions per task: once, so a desync can never loop. */
   readonly staleApprovalResolutions: number
+  /** A storage transaction that lost a race with another process (stale snapshot), retried whole. */
+  readonly storeBusyRetries: number
+  readonly storeBusyBaseMs: number
 }
 
 export const turnBudgets: Budgets = {
@@ -40,13 +43,15 @@ export const turnBudgets: Budgets = {
   busyBaseMs: 10_000,
   emptyRetries: 2,
   emptyBaseMs: 500,
-  staleApprovalResolutions: 1
+  staleApprovalResolutions: 1,
+  storeBusyRetries: 5,
+  storeBusyBaseMs: 20
 }
 
 export const compactionBudgets: Budgets = { ...turnBudgets, reconnects: DEFAULT_COMPACTION_RECONNECTS }
 
 /** Failure categories; each has its own counter and budget. */
-export type Category = "reconnect" | "overflow" | "busy" | "empty" | "stale_approval" | "auth" | "terminal"
+export type Category = "reconnect" | "overflow" | "busy" | "empty" | "stale_approval" | "store_busy" | "auth" | "terminal"
 
 /** Any tagged failure. Unknown tags are terminal: retrying what we do not understand risks running things twice. */
 export interface Failure {
@@ -76,6 +81,8 @@ export const categoryOf = (failure: Failure): Category => {
       return "empty"
     case "ApprovalPending":
       return "stale_approval"
+    case "StoreBusy":
+      return "store_busy"
     case "ProviderAuth":
       return "auth"
     default:
@@ -116,6 +123,10 @@ export const decide = (failure: Failure, attempt: number, budgets: Budgets): Rec
     case "stale_approval":
       return attempt < budgets.staleApprovalResolutions
         ? Recovery.ResolveStaleApproval()
+        : Recovery.Fail({ status: "failed" })
+    case "store_busy":
+      return attempt < budgets.storeBusyRetries
+        ? Recovery.Retry({ delayMs: budgets.storeBusyBaseMs * 2 ** attempt, reminder: false })
         : Recovery.Fail({ status: "failed" })
     case "auth":
       return Recovery.Fail({ status: "auth" })

@@ -1,6 +1,8 @@
 import { SqlError } from "@effect/sql/SqlError"
 import { Effect, Option, Schedule } from "effect"
 import { StoreError } from "../../domain/Errors.js"
+import { type Failure, turnBudgets } from "../../domain/Recovery.js"
+import { fromPolicy } from "../../domain/RecoverySchedule.js"
 
 /**
  * Turns whatever SQLite or the file system throws into a StoreError that names the file and says
@@ -104,11 +106,14 @@ export const guard = (path: string) =>
 const isTransientBusy = (e: unknown) =>
   isSqlError(e) && (codeOf(e) === "SQLITE_BUSY_SNAPSHOT" || codeOf(e) === "SQLITE_BUSY_RECOVERY")
 
+/** The recovery policy decides (a `StoreBusy` failure); jitter only spreads two processes' retries apart. */
+const busyPolicy = fromPolicy<Failure>(turnBudgets).pipe(Schedule.jittered)
+
 export const retryBusy = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
-  Effect.retry(effect, {
-    while: isTransientBusy,
-    schedule: Schedule.exponential("20 millis").pipe(Schedule.jittered, Schedule.intersect(Schedule.recurs(5)))
-  })
+  Effect.retry(
+    effect,
+    Schedule.mapInput(busyPolicy, (e: E): Failure => ({ _tag: isTransientBusy(e) ? "StoreBusy" : "StoreFailure" }))
+  )
 
 /** Building a SQLite connection throws synchronously (a defect); this gives it a reason and the path. */
 export const openFailure = (path: string) => <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | StoreError, R> =>

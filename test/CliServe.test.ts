@@ -65,7 +65,7 @@ describe("baton serve and --server (built CLI)", () => {
       const dirs = yield* cliDirs
       const unreachable = yield* runCli(["run", "--server", "http://127.0.0.1:1", "-w", dirs.workspace, "hi"], { env: { BATON_HOME: dirs.home } })
       assert.strictEqual(unreachable.code, 1)
-      assert.include(unreachable.stderr, "http://127.0.0.1:1")
+      assert.include(unreachable.stderr, "cannot reach the Baton server at http://127.0.0.1:1")
       const open = yield* runCli(["serve", "--host", "0.0.0.0", "--home", dirs.home, "--model", "m", "--base-url", "http://127.0.0.1:9/v1"], { env: {} })
       assert.strictEqual(open.code, 2)
       assert.include(open.stderr, "without a token")

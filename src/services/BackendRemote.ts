@@ -34,6 +34,10 @@ const toBackendError = (e: ClientFailure): BackendError => {
     case "HttpApiDecodeError":
       return new InvalidInput({ message: e.message })
     case "RequestError":
+      // Refused, reset, unknown host: name the server and the likely fix, not the HTTP library's words.
+      return new StreamBroken({
+        message: `cannot reach the Baton server at ${new URL(e.request.url).origin} (${e.reason === "Transport" ? "connection failed" : e.reason}); is \`baton serve\` running there?`
+      })
     case "ResponseError":
       return new StreamBroken({ message: `baton server: ${e.message}` })
     case "ParseError":

@@ -1,6 +1,6 @@
 /**
  * The 100-byte SQLite file header (https://sqlite.org/fileformat2.html#the_database_header), read
- * without opening the file in SQLite: any SQLite open may create `-wal`/`-shm` files or convert
+ * without opening the file in SQLite: opening it in SQLite may create `-wal`/`-shm` files or convert
  * the journal mode, and a file Baton will refuse must be left exactly as it was.
  */
 export interface SqliteHeader {

@@ -9,6 +9,14 @@ export class Conflict extends Schema.TaggedError<Conflict>()("Conflict", {
   message: Schema.String
 }) {}
 
+/** The conversation's one job is taken, by a run or a compaction (here or in another process). */
+export const busyWith = (
+  conversationId: ConversationId,
+  runId: RunId,
+  activity: "run" | "compaction",
+  message = `conversation ${conversationId} is busy with ${activity === "compaction" ? "a compaction" : "run"} ${runId}`
+): Conflict => new Conflict({ conversationId, activity, runId, message })
+
 /** A user message arrived while tool calls wait for results (HTTP 409 `approval_pending`). */
 export class ApprovalPending extends Schema.TaggedError<ApprovalPending>()("ApprovalPending", {
   conversationId: ConversationId,

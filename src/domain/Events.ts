@@ -14,6 +14,11 @@ import {
 export const ErrorInfo = Schema.Struct({ tag: Schema.String, message: Schema.String })
 export type ErrorInfo = typeof ErrorInfo.Type
 
+export const errorInfo = (failure: { readonly _tag: string; readonly message?: string }): ErrorInfo => ({
+  tag: failure._tag,
+  message: failure.message ?? failure._tag
+})
+
 export const RequestPurpose = Schema.Literal("turn", "compaction")
 
 export const RequestBegin = Schema.Struct({

@@ -1,7 +1,7 @@
 import { Effect, Either, Option, Ref, Stream } from "effect"
 import { planSlidingWindow } from "../domain/Compaction.js"
 import type { Conversation } from "../domain/Conversation.js"
-import type { Chunk, CompactionReason, ErrorInfo, TaskEvent } from "../domain/Events.js"
+import { type Chunk, type CompactionReason, type ErrorInfo, errorInfo, type TaskEvent } from "../domain/Events.js"
 import { Otid, type RunId } from "../domain/Ids.js"
 import type { Message, ToolReturn, UserMessage } from "../domain/Messages.js"
 import { type Attempts, compactionBudgets, noAttempts, step as policyStep } from "../domain/Recovery.js"
@@ -134,7 +134,7 @@ const askForSummary = (
         const error = streamed.left
         const next = policyStep(attempts, error, compactionBudgets)
         attempts = next.attempts
-        const info = { tag: error._tag, message: error.message }
+        const info = errorInfo(error)
         if (next.decision._tag !== "Retry") {
           yield* emit([{ type: "request_end", status: "failed", attempt, error: info }])
           return Either.left(info)

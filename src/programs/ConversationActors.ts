@@ -1,6 +1,6 @@
 import { Cause, Data, Deferred, Effect, Either, Fiber, Option, Ref, type Scope, Stream } from "effect"
 import type { BackendError } from "../domain/Errors.js"
-import { Conflict, InvalidInput } from "../domain/Errors.js"
+import { busyWith, InvalidInput } from "../domain/Errors.js"
 import type { Chunk, CompactionReason } from "../domain/Events.js"
 import { type ConversationId, Otid, type RunId } from "../domain/Ids.js"
 import { validateInput } from "../domain/InputValidation.js"
@@ -53,23 +53,9 @@ export const makeActors = (deps: {
     const busy = (id: ConversationId) =>
       Effect.gen(function*() {
         const job = yield* jobs.get(id)
-        if (Option.isSome(job)) {
-          return yield* new Conflict({
-            conversationId: id,
-            activity: job.value.kind,
-            runId: job.value.runId,
-            message: `conversation ${id} is busy with ${job.value.kind} ${job.value.runId}`
-          })
-        }
+        if (Option.isSome(job)) return yield* busyWith(id, job.value.runId, job.value.kind)
         const active = yield* store.activeRun(id)
-        if (Option.isSome(active)) {
-          return yield* new Conflict({
-            conversationId: id,
-            activity: active.value.kind === "compaction" ? "compaction" : "run",
-            runId: active.value.id,
-            message: `conversation ${id} is busy with run ${active.value.id}`
-          })
-        }
+        if (Option.isSome(active)) return yield* busyWith(id, active.value.id, active.value.kind === "compaction" ? "compaction" : "run")
       })
 
     const startJob: Actors["startJob"] = (id, kind, admit, body) =>
@@ -159,12 +145,8 @@ export const makeActors = (deps: {
             // A run another process owns cannot be stopped from here; recording around it would interleave with it.
             const foreign = yield* store.activeRun(id)
             if (Option.isSome(foreign)) {
-              return yield* new Conflict({
-                conversationId: id,
-                activity: foreign.value.kind === "compaction" ? "compaction" : "run",
-                runId: foreign.value.id,
-                message: `run ${foreign.value.id} belongs to another Baton process; stop it there`
-              })
+              const { id: runId, kind } = foreign.value
+              return yield* busyWith(id, runId, kind === "compaction" ? "compaction" : "run", `run ${runId} belongs to another Baton process; stop it there`)
             }
             const pending = yield* store.pendingApprovals(id)
             const items: ReadonlyArray<NewItem> = closeCalls(pending, carryOver)

@@ -144,8 +144,9 @@ const sendRun = (deps: TaskDeps, initial: ReadonlyArray<InputMessage>, events: R
 export const runTaskLoop = (deps: TaskDeps, prompt: ReadonlyArray<UserMessage>) =>
   Effect.gen(function*() {
     const recovery = yield* Ref.make<Attempts>(noAttempts)
-    const steering = Effect.flatMap(deps.drainSteering, (texts) =>
-      Effect.forEach(texts, (text) => Effect.map(deps.otid, (otid): UserMessage => ({ type: "user_message", content: steeringText(text), otid }))))
+    const asMessages = (texts: ReadonlyArray<string>) =>
+      Effect.forEach(texts, (text) => Effect.map(deps.otid, (otid): UserMessage => ({ type: "user_message", content: steeringText(text), otid })))
+    const steering = Effect.flatMap(deps.drainSteering, asMessages)
     let input: ReadonlyArray<InputMessage> = prompt
     let events: ReadonlyArray<ApprovalDecision> = []
     const pending = yield* deps.backend.pendingApprovals(deps.conversationId)
@@ -189,8 +190,7 @@ export const runTaskLoop = (deps: TaskDeps, prompt: ReadonlyArray<UserMessage>) 
       }
       yield* Scope.close(scope, Exit.void)
       if (stop !== "end_turn") return
-      const more = yield* Effect.flatMap(deps.drainOrClose, (texts) =>
-        Effect.forEach(texts, (text) => Effect.map(deps.otid, (otid): UserMessage => ({ type: "user_message", content: steeringText(text), otid }))))
+      const more = yield* Effect.flatMap(deps.drainOrClose, asMessages)
       if (more.length === 0) return
       if (turn >= deps.maxTurns) {
         yield* deps.emit([{ type: "stop_reason", reason: "max_turns" }])

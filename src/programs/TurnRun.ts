@@ -1,7 +1,7 @@
 import { Cause, Effect, Either, Option, Ref, Stream } from "effect"
 import type { Conversation } from "../domain/Conversation.js"
 import { EmptyResponse } from "../domain/Errors.js"
-import type { CompactionReason, ErrorInfo, StopReasonValue, TaskEvent } from "../domain/Events.js"
+import { type CompactionReason, type ErrorInfo, errorInfo, type StopReasonValue, type TaskEvent } from "../domain/Events.js"
 import { Otid } from "../domain/Ids.js"
 import type { Message, ToolCall, UserMessage } from "../domain/Messages.js"
 import type { ThinkingLevel } from "../domain/ProviderEvent.js"
@@ -45,11 +45,6 @@ interface TurnState {
 const messageTypes: ReadonlySet<string> = new Set(["reasoning_message", "assistant_message", "tool_call"])
 const isMessage = (e: TaskEvent): e is Message =>
   ["user_message", "assistant_message", "reasoning_message", "tool_call", "tool_return", "summary_message"].includes(e.type)
-
-export const errorInfo = (failure: { readonly _tag: string; readonly message?: string }): ErrorInfo => ({
-  tag: failure._tag,
-  message: failure.message ?? failure._tag
-})
 
 const stopReasonEvent = (reason: StopReasonValue, error: ErrorInfo | undefined): TaskEvent => ({
   type: "stop_reason",

@@ -1,5 +1,5 @@
 import * as Os from "node:os"
-import { isAlive, readProcStat } from "./tools/ProcessGroup.js"
+import { readProcStat, stillRunning } from "./tools/ProcessGroup.js"
 
 /**
  * Who owns a run: `host:pid:start`. The start time (from /proc) tells a live owner from a pid that
@@ -16,5 +16,5 @@ export const ownerAlive = (owner: string | undefined): boolean => {
   const n = Number(pid)
   // Our own pid: a backend opened again in this process takes over what an earlier one left.
   if (!Number.isInteger(n) || n <= 0 || n === process.pid) return false
-  return isAlive(n) && readProcStat(n)?.startTime === start
+  return start !== undefined && stillRunning(n, start)
 }

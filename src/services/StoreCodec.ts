@@ -1,7 +1,7 @@
 import { Clock, Effect, ParseResult, Schema } from "effect"
 import { randomUUID } from "node:crypto"
 import { type Conversation, ConversationSettings, type ConversationSettingsInput } from "../domain/Conversation.js"
-import { ChunkSeqError, Conflict, NotFound, StoreError } from "../domain/Errors.js"
+import { busyWith, ChunkSeqError, NotFound, StoreError } from "../domain/Errors.js"
 import { type Chunk, isChunk, isDelta, type TaskEvent, TaskEventFromJson } from "../domain/Events.js"
 import type { ChunkCheckFailure } from "../domain/ItemLog.js"
 import { ConversationId, RunId } from "../domain/Ids.js"
@@ -84,12 +84,7 @@ export const conversationNotFound = (id: string) =>
 
 /** Another run of this conversation is still running (here or in another process on the same file). */
 export const busyConflict = (id: ConversationId, active: Run) =>
-  new Conflict({
-    conversationId: id,
-    activity: active.kind === "compaction" ? "compaction" : "run",
-    runId: active.id,
-    message: `conversation ${id} is busy with ${active.kind === "compaction" ? "a compaction" : "run"} ${active.id}`
-  })
+  busyWith(id, active.id, active.kind === "compaction" ? "compaction" : "run")
 
 export const runNotFound = (id: string) => new NotFound({ entity: "run", id, message: `No run ${id}` })
 

@@ -57,6 +57,10 @@ export const isAlive = (pid: number): boolean => {
   return stat !== undefined && stat.state !== "Z" && stat.state !== "X"
 }
 
+/** The same process still runs: alive, and started when it was recorded (pids get reused). */
+export const stillRunning = (pid: number, startTime: string): boolean =>
+  isAlive(pid) && readProcStat(pid)?.startTime === startTime
+
 export const signalGroup = (pgid: number, signal: NodeJS.Signals) =>
   Effect.sync(() => {
     try {

@@ -1,7 +1,7 @@
 import { Duration, Effect, Either, Schema } from "effect"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
-import { isAlive, killGroup, liveMembers, readProcStat } from "./ProcessGroup.js"
+import { killGroup, liveMembers, readProcStat, stillRunning } from "./ProcessGroup.js"
 import { noProcessTracking, type ProcessTracker } from "./Tool.js"
 
 /**
@@ -18,8 +18,6 @@ export const OWNER_ENV = "BATON_TOOL_OWNER"
 
 const ownerMarker = (owner: ProcessRecord["owner"]) => `${OWNER_ENV}=${owner.pid}:${owner.startTime}`
 
-/** Whether the recorded owner is still running: same pid and same start time (pids get reused). */
-const ownerAlive = (owner: ProcessRecord["owner"]) => isAlive(owner.pid) && readProcStat(owner.pid)?.startTime === owner.startTime
 
 /** Members of the group that carry the owner's marker, so a reused pgid is never killed. */
 const markedMembers = (record: ProcessRecord): ReadonlyArray<number> =>
@@ -54,7 +52,7 @@ export const reapOrphans = (dir: string, grace: Duration.DurationInput) =>
   Effect.gen(function*() {
     const reaped: Array<number> = []
     for (const { file, record } of yield* readRecords(dir)) {
-      if (record !== undefined && ownerAlive(record.owner)) continue
+      if (record !== undefined && stillRunning(record.owner.pid, record.owner.startTime)) continue
       if (record !== undefined && markedMembers(record).length > 0) {
         yield* killGroup(record.pgid, grace)
         reaped.push(record.pgid)

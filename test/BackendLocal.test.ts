@@ -46,7 +46,8 @@ describe("local backend restart", () => {
       // the text it had streamed is kept in the trace, never in the model context
       assert.isTrue((yield* after.history(conv.id)).some((h) => h.item.type === "assistant_message" && !h.inContext && h.item.content === "half"))
       const next = yield* collect(after.send(conv.id, input(user("again"))))
-      assert.strictEqual(next.at(-1)!.type === "stop_reason" && next.at(-1)!.type, "stop_reason")
+      const stop = next.at(-1)!
+      assert.strictEqual(stop.type === "stop_reason" && stop.reason, "end_turn")
       assert.isTrue(next.some((c) => c.type === "assistant_message" && c.content === "again"))
     }))
 })

@@ -4,12 +4,13 @@ import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { makeToolExecutor } from "../src/services/ToolExecutorLive.js"
 import { isAlive } from "../src/services/tools/ProcessGroup.js"
-import { tempDir, toolCall } from "./helpers/Calls.js"
-import { awaitFileText } from "./helpers/Processes.js"
+import { toolCall } from "./support/Calls.js"
+import { tempDir } from "./support/tempDir.js"
+import { awaitFileText } from "./support/Processes.js"
 
 const setup = (limits: { killGraceMs?: number; outputChars?: number } = {}) =>
   Effect.gen(function*() {
-    const workspace = yield* tempDir()
+    const workspace = yield* tempDir
     const executor = yield* makeToolExecutor({ workspace, limits })
     const run = (args: unknown) =>
       Effect.flatMap(executor.executeBatch([toolCall("b", "Bash", args)]), (b) => Effect.map(b.results, (r) => r[0]!))

@@ -101,7 +101,8 @@ describe("Compaction (summarize)", () => {
       const before = yield* backend.exportTrace(conv.id, 1)
       const chunks = yield* collect(backend.compact(conv.id, "manual"))
       assert.deepStrictEqual(ended(chunks), ["ok"])
-      assert.strictEqual(chunks.find((c) => c.type === "compaction_end")!.type === "compaction_end" && (chunks.find((c) => c.type === "compaction_end") as { segment?: number }).segment, 2)
+      const end = chunks.find((c) => c.type === "compaction_end")
+      assert.strictEqual(end?.type === "compaction_end" && end.segment, 2)
       yield* ask(conv.id, "two")
       const [normal, compaction, next] = yield* (yield* ProviderScript).requests
       assert.deepStrictEqual(compaction!.tools, normal!.tools)

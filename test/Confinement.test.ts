@@ -2,7 +2,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
-import { workspaceHarness } from "./helpers/Workspace.js"
+import { workspaceHarness } from "./support/Workspace.js"
 
 describe("workspace confinement", () => {
   it.scoped("../x, /etc/passwd and a symlink pointing out are refused by every file tool", () =>

@@ -1,7 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Deferred, Effect, Fiber } from "effect"
 import { makeFairRwLock } from "../src/services/FairLock.js"
-import { settle } from "./helpers/FakeTools.js"
+import { settle } from "./support/FakeTools.js"
 
 /** A small deterministic PRNG (mulberry32), so a failing round can be replayed. */
 const prng = (seed: number) => () => {

@@ -2,8 +2,8 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit, Fiber, Scope } from "effect"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
-import { toolCall } from "./helpers/Calls.js"
-import { workspaceHarness } from "./helpers/Workspace.js"
+import { toolCall } from "./support/Calls.js"
+import { workspaceHarness } from "./support/Workspace.js"
 
 describe("Read", () => {
   it.scoped("returns numbered lines and pages with offset/limit", () =>

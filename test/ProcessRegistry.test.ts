@@ -6,8 +6,9 @@ import * as Path from "node:path"
 import { makeToolExecutor } from "../src/services/ToolExecutorLive.js"
 import { isAlive, killGroup, liveMembers, readProcStat } from "../src/services/tools/ProcessGroup.js"
 import { OWNER_ENV } from "../src/services/tools/ProcessRegistry.js"
-import { tempDir, toolCall } from "./helpers/Calls.js"
-import { awaitFileText } from "./helpers/Processes.js"
+import { toolCall } from "./support/Calls.js"
+import { tempDir } from "./support/tempDir.js"
+import { awaitFileText } from "./support/Processes.js"
 
 /** A detached group of two sleeps, as a crashed Baton would leave it; killed at scope end whatever happens. */
 const leftoverGroup = (dir: string, env: Record<string, string>) =>
@@ -32,7 +33,7 @@ const record = (dir: string, pgid: number, owner: { pid: number; startTime: stri
 describe("process registry (reaping what a crash left)", () => {
   it.scopedLive("kills a recorded group whose owner is gone and whose members carry its marker", () =>
     Effect.gen(function*() {
-      const root = yield* tempDir()
+      const root = yield* tempDir
       const registry = Path.join(root, "processes")
       const workspace = Path.join(root, "ws")
       Fs.mkdirSync(registry)
@@ -57,7 +58,7 @@ describe("process registry (reaping what a crash left)", () => {
 
   it.scopedLive("a running Bash is recorded, and the record goes when the group is gone", () =>
     Effect.gen(function*() {
-      const root = yield* tempDir()
+      const root = yield* tempDir
       const registry = Path.join(root, "processes")
       const workspace = Path.join(root, "ws")
       Fs.mkdirSync(workspace)

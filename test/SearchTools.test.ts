@@ -2,7 +2,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
-import { workspaceHarness } from "./helpers/Workspace.js"
+import { workspaceHarness } from "./support/Workspace.js"
 
 const tree = (write: (p: string, c: string | Uint8Array) => string) => {
   write("src/a.ts", "export const Alpha = 1\nconst beta = 2\n")

@@ -55,7 +55,8 @@ describe("Session recovery", () => {
       assert.deepStrictEqual([closed.status, closed.content], ["denied", STALE_APPROVAL_REASON])
       const history = (yield* (yield* ProviderScript).requests)[1]!.history
       assert.deepStrictEqual(history.slice(-2).map((m) => m.type), ["tool_return", "user_message"])
-      assert.strictEqual(events.at(-1)!.type === "stop_reason" && events.at(-1)!.type, "stop_reason")
+      const stop = events.at(-1)!
+      assert.strictEqual(stop.type === "stop_reason" && stop.reason, "end_turn")
     }).pipe(Effect.provide(sessionLayer("memory", [Turn.toolCalls([{ id: "c1", name: "Bash", args: { command: "ls" } }]), Turn.text("hi")]))))
 
   it.scopedLive("a second desync in the same task fails cleanly with ApprovalPending, running nothing", () =>

@@ -3,12 +3,13 @@ import { Effect, Exit, Schema } from "effect"
 import * as Path from "node:path"
 import { makeToolExecutor } from "../src/services/ToolExecutorLive.js"
 import { makeTool, type Tool } from "../src/services/tools/Tool.js"
-import { tempDir, toolCall } from "./helpers/Calls.js"
-import { workspaceHarness } from "./helpers/Workspace.js"
+import { toolCall } from "./support/Calls.js"
+import { tempDir } from "./support/tempDir.js"
+import { workspaceHarness } from "./support/Workspace.js"
 
 const runOne = (tools: ReadonlyArray<Tool>, name: string, args: unknown, outputChars?: number) =>
   Effect.gen(function*() {
-    const workspace = yield* tempDir()
+    const workspace = yield* tempDir
     const executor = yield* makeToolExecutor({ workspace, tools, ...(outputChars ? { limits: { outputChars } } : {}) })
     const batch = yield* executor.executeBatch([toolCall("c1", name, args)])
     return (yield* batch.results)[0]!

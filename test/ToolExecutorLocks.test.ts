@@ -3,11 +3,12 @@ import { Deferred, Effect, Exit, Fiber, Scope, Stream } from "effect"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { makeToolExecutor } from "../src/services/ToolExecutorLive.js"
-import { toolCall, tempDir } from "./helpers/Calls.js"
-import { fakeTools, makeProbe, settle } from "./helpers/FakeTools.js"
+import { toolCall } from "./support/Calls.js"
+import { tempDir } from "./support/tempDir.js"
+import { fakeTools, makeProbe, settle } from "./support/FakeTools.js"
 
 const setup = Effect.gen(function*() {
-  const workspace = yield* tempDir()
+  const workspace = yield* tempDir
   const probe = makeProbe()
   const executor = yield* makeToolExecutor({ workspace, tools: fakeTools(probe) })
   return { workspace, probe, executor }

@@ -3,7 +3,8 @@ import * as Fs from "node:fs"
 import * as Path from "node:path"
 import type { ExecuteOptions } from "../../src/services/ToolExecutor.js"
 import { makeToolExecutor, type ToolExecutorOptions } from "../../src/services/ToolExecutorLive.js"
-import { tempDir, toolCall } from "./Calls.js"
+import { toolCall } from "./Calls.js"
+import { tempDir } from "./tempDir.js"
 
 let counter = 0
 
@@ -13,7 +14,7 @@ let counter = 0
  */
 export const workspaceHarness = (options: Omit<ToolExecutorOptions, "workspace"> = {}) =>
   Effect.gen(function*() {
-    const root = yield* tempDir()
+    const root = yield* tempDir
     const workspace = Path.join(root, "ws")
     const outside = Path.join(root, "outside")
     Fs.mkdirSync(workspace)

@@ -1,4 +1,4 @@
-import { Cause, Data, Deferred, Effect, Either, Fiber, Option, Ref, type Scope, Stream } from "effect"
+import { Cause, Deferred, Effect, Either, Fiber, Option, Ref, type Scope, Stream } from "effect"
 import type { BackendError } from "../domain/Errors.js"
 import { busyWith, InvalidInput } from "../domain/Errors.js"
 import type { Chunk, CompactionReason } from "../domain/Events.js"
@@ -26,7 +26,11 @@ export interface Actors {
   readonly startJob: <E>(
     id: ConversationId,
     kind: Job["kind"],
-    admit: Effect.Effect<{ readonly runId: RunId; readonly lastSeq: number }, E>,
+    admit: {
+      /** A run this request already started (its otid): followed, never a Conflict with itself. */
+      readonly existing?: Effect.Effect<Option.Option<RunId>, E>
+      readonly create: Effect.Effect<{ readonly runId: RunId; readonly lastSeq: number }, E>
+    },
     body: (writer: RunWriter, job: Pick<Job, "cancelRequested" | "skip">, onStopped: Effect.Effect<void>) => Effect.Effect<void, unknown>
   ) => Effect.Effect<RunId, E | BackendError>
   readonly jobs: Jobs
@@ -61,8 +65,10 @@ export const makeActors = (deps: {
     const startJob: Actors["startJob"] = (id, kind, admit, body) =>
       admission.withPermits(1)(
         Effect.gen(function*() {
+          const existing = admit.existing !== undefined ? yield* admit.existing : Option.none<RunId>()
+          if (Option.isSome(existing)) return existing.value
           yield* busy(id)
-          const { lastSeq, runId } = yield* admit
+          const { lastSeq, runId } = yield* admit.create
           const feed = yield* makeRunFeed(store, runId)
           const writer = yield* makeRunWriter(store, feed, id, runId, lastSeq)
           const cancelRequested = yield* Ref.make(false)
@@ -91,29 +97,29 @@ export const makeActors = (deps: {
         Effect.gen(function*() {
           const first = input.messages[0]
           if (first === undefined) return yield* new InvalidInput({ message: "a run needs at least one input message" })
-          const existing = yield* store.runByOtid(id, first.otid)
-          if (Option.isSome(existing)) return follow(existing.value.id, 0)
           const conversation = yield* store.getConversation(id)
+          const create = Effect.gen(function*() {
+            const pending = yield* store.pendingApprovals(id)
+            const ordered = yield* Either.match(validateInput(id, input.messages, pending), {
+              onLeft: Effect.fail,
+              onRight: Effect.succeed
+            })
+            const { run } = yield* store.createRun(id, first.otid, "turn", { owner: deps.owner })
+            const events: ReadonlyArray<NewItem> = (input.events ?? []).map((item) => ({ item: { ...item, run_id: run.id } }))
+            yield* store.commit({
+              conversationId: id,
+              items: [...events, ...ordered.map((message): NewItem => ({ item: { ...message, run_id: run.id } }))]
+            }).pipe(Effect.catchTag("ChunkSeqError", Effect.die))
+            return { runId: run.id, lastSeq: run.lastSeq }
+          })
           const runId = yield* startJob(
             id,
             "run",
-            Effect.gen(function*() {
-              // A concurrent send with the same otid may have been admitted while we waited.
-              const again = yield* store.runByOtid(id, first.otid)
-              if (Option.isSome(again)) return yield* Effect.fail(new AlreadyStarted({ runId: again.value.id }))
-              const pending = yield* store.pendingApprovals(id)
-              const ordered = yield* Either.match(validateInput(id, input.messages, pending), {
-                onLeft: Effect.fail,
-                onRight: Effect.succeed
-              })
-              const { run } = yield* store.createRun(id, first.otid, "turn", { owner: deps.owner })
-              const events: ReadonlyArray<NewItem> = (input.events ?? []).map((item) => ({ item: { ...item, run_id: run.id } }))
-              yield* store.commit({
-                conversationId: id,
-                items: [...events, ...ordered.map((message): NewItem => ({ item: { ...message, run_id: run.id } }))]
-              }).pipe(Effect.catchTag("ChunkSeqError", Effect.die))
-              return { runId: run.id, lastSeq: run.lastSeq }
-            }),
+            {
+              // Checked inside admission: two sends of one otid, even concurrent, share one run.
+              existing: Effect.map(store.runByOtid(id, first.otid), Option.map((run) => run.id)),
+              create
+            },
             (writer, job, onStopped) =>
               runTurn({
                 store,
@@ -128,7 +134,7 @@ export const makeActors = (deps: {
                 compact: (reason) =>
                   runCompaction({ store, provider: deps.provider, writer, conversation, reason, waitRetry: skippableWait(job.skip) })
               })
-          ).pipe(Effect.catchTag("AlreadyStarted", (e) => Effect.succeed(e.runId)))
+          )
           return follow(runId, 0)
         })
       )
@@ -168,7 +174,12 @@ export const makeActors = (deps: {
           const runId = yield* startJob(
             id,
             "compaction",
-            Effect.map(store.createRun(id, Otid.make(`compaction-${crypto.randomUUID()}`), "compaction", { owner: deps.owner }), ({ run }) => ({ runId: run.id, lastSeq: run.lastSeq })),
+            {
+              create: Effect.map(
+                store.createRun(id, Otid.make(`compaction-${crypto.randomUUID()}`), "compaction", { owner: deps.owner }),
+                ({ run }) => ({ runId: run.id, lastSeq: run.lastSeq })
+              )
+            },
             (writer, job, onStopped) =>
               Effect.gen(function*() {
                 const outcome = yield* runCompaction({ store, provider: deps.provider, writer, conversation, reason, waitRetry: skippableWait(job.skip) }).pipe(
@@ -189,6 +200,3 @@ export const makeActors = (deps: {
 
     return { send, follow, cancel, skipReconnectWait, startJob, jobs, compact }
   })
-
-/** Internal signal: the otid's run was admitted concurrently; follow it instead of starting one. */
-class AlreadyStarted extends Data.TaggedError("AlreadyStarted")<{ readonly runId: RunId }> {}

@@ -264,6 +264,20 @@ export const backendContract = (name: string, make: MakeBackend) =>
           assert.strictEqual((yield* script.requests).length, 1)
         })))
 
+    it.effect("the same otid sent twice at once (a client retrying a cut request) shares one run, never a Conflict with itself", () =>
+      withBackend([Turn.text(["on", "ce"])], (backend) =>
+        Effect.gen(function*() {
+          const script = yield* ProviderScript
+          const conv = yield* backend.createConversation(settings)
+          const message = user("hello")
+          const [a, b] = yield* Effect.all([collect(backend.send(conv.id, input(message))), collect(backend.send(conv.id, input(message)))], {
+            concurrency: "unbounded"
+          })
+          assert.deepStrictEqual(b, a)
+          assert.strictEqual(textOf(a), "once")
+          assert.strictEqual((yield* script.requests).length, 1)
+        })))
+
     it.effect("a second send while a run is active → Conflict with the active run id", () =>
       withBackend([Turn.stall({ text: "thinking" })], (backend) =>
         Effect.gen(function*() {

@@ -1,6 +1,6 @@
 import { Option } from "effect"
 import type { TaskEvent, TaskEventType } from "./Events.js"
-import type { ToolCall } from "./Messages.js"
+import type { Message, ToolCall } from "./Messages.js"
 
 /**
  * The pure rules of a conversation's item log, shared by every Store layer so that they agree by
@@ -26,6 +26,9 @@ const primaryTypes: ReadonlySet<TaskEventType> = new Set([
 
 /** Messages are kept in history; everything else a store accepts is an event (trace only). */
 export const isMessageType = (type: TaskEventType): boolean => messageTypes.has(type)
+
+/** A stored item that can go to the model (as opposed to an event). */
+export const isMessage = (item: TaskEvent): item is Message => messageTypes.has(item.type)
 
 /** What a backfill counts towards its `primary` budget (tool traffic rides along between them). */
 export const isPrimaryType = (type: TaskEventType): boolean => primaryTypes.has(type)

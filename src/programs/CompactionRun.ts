@@ -4,6 +4,7 @@ import type { Conversation } from "../domain/Conversation.js"
 import { type Chunk, type CompactionReason, type ErrorInfo, errorInfo, type TaskEvent } from "../domain/Events.js"
 import { Otid, type RunId } from "../domain/Ids.js"
 import type { Message, ToolReturn, UserMessage } from "../domain/Messages.js"
+import { isMessage } from "../domain/ItemLog.js"
 import { type Attempts, compactionBudgets, noAttempts, step as policyStep } from "../domain/Recovery.js"
 import { emptyAssembly, end, partial, step, toolCallsOf } from "../domain/RunAssembler.js"
 import { extract, wrap } from "../domain/Tags.js"
@@ -26,8 +27,6 @@ export type CompactionOutcome = "ok" | "failed"
 const MAX_INVALID_SUMMARIES = 5
 const STRAY_CALL_TEXT = "Tools are unavailable while the conversation is being summarized. Reply with the summary only, wrapped as [summary]…[/summary]."
 const isAssistantSide = (item: TaskEvent) => item.type === "assistant_message" || item.type === "reasoning_message" || item.type === "tool_call"
-const isMessage = (item: TaskEvent): item is Message =>
-  ["user_message", "assistant_message", "reasoning_message", "tool_call", "tool_return", "summary_message"].includes(item.type)
 
 /**
  * Splits the model context for compaction: `tail` is this run's own input (it must follow the summary,

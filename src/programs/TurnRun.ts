@@ -3,8 +3,9 @@ import type { Conversation } from "../domain/Conversation.js"
 import { EmptyResponse } from "../domain/Errors.js"
 import { type CompactionReason, type ErrorInfo, errorInfo, type StopReasonValue, type TaskEvent } from "../domain/Events.js"
 import { Otid } from "../domain/Ids.js"
-import type { Message, ToolCall, UserMessage } from "../domain/Messages.js"
+import type { ToolCall, UserMessage } from "../domain/Messages.js"
 import type { ThinkingLevel } from "../domain/ProviderEvent.js"
+import { isMessage } from "../domain/ItemLog.js"
 import { type Attempts, type Budgets, EMPTY_RESPONSE_REMINDER, type Failure, noAttempts, step as policyStep } from "../domain/Recovery.js"
 import { type Assembly, emptyAssembly, end, partial, step } from "../domain/RunAssembler.js"
 import { turnRetriedText } from "../domain/Tags.js"
@@ -43,8 +44,6 @@ interface TurnState {
 }
 
 const messageTypes: ReadonlySet<string> = new Set(["reasoning_message", "assistant_message", "tool_call"])
-const isMessage = (e: TaskEvent): e is Message =>
-  ["user_message", "assistant_message", "reasoning_message", "tool_call", "tool_return", "summary_message"].includes(e.type)
 
 const stopReasonEvent = (reason: StopReasonValue, error: ErrorInfo | undefined): TaskEvent => ({
   type: "stop_reason",

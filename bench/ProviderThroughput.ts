@@ -2,25 +2,40 @@
  * How fast each live layer turns a long stream into events, over real loopback HTTP.
  * Run: npx tsx bench/ProviderThroughput.ts [deltas]
  */
-import { Effect, Stream } from "effect"
+import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
+import { Effect, Option, Stream } from "effect"
+import { Otid } from "../src/domain/Ids.js"
 import type { ProviderEvent } from "../src/domain/ProviderEvent.js"
-import * as MockModelServer from "../test/support/MockModelServer.js"
-import { Reply } from "../test/support/MockModelServer.js"
-import type { Wire } from "../test/support/MockWire.js"
-import { liveProvider, request, settings } from "../test/support/ProviderHarness.js"
+import * as ProviderAnthropic from "../src/services/provider/Anthropic.js"
+import type { LiveSettings } from "../src/services/provider/Http.js"
+import * as ProviderOpenAiChat from "../src/services/provider/OpenAiChat.js"
+import * as ProviderOpenAiResponses from "../src/services/provider/OpenAiResponses.js"
+import * as LoopbackModel from "./support/LoopbackModel.js"
 
 const deltas = Number(process.argv[2] ?? 20_000)
 const text = Array.from({ length: deltas }, (_, i) => `w${i} `)
 
-const measure = (wire: Wire) =>
+const providerFor = (wire: LoopbackModel.Wire, live: LiveSettings) =>
+  (wire === "openai-chat" ? ProviderOpenAiChat.make(live) : wire === "anthropic" ? ProviderAnthropic.make(live) : ProviderOpenAiResponses.make(live))
+    .pipe(Effect.provide(FetchHttpClient.layer))
+
+const measure = (wire: LoopbackModel.Wire) =>
   Effect.gen(function*() {
-    const server = yield* MockModelServer.make({ replies: [Reply.text(text), Reply.text(text), Reply.text(text)] })
-    const provider = yield* liveProvider(wire, settings(server.baseUrl(wire)))
+    const server = yield* Effect.acquireRelease(Effect.promise(() => LoopbackModel.start({ wire, deltas: text })), (s) => Effect.promise(s.close))
+    const provider = yield* providerFor(wire, {
+      model: "bench",
+      baseUrl: server.baseUrl,
+      apiKey: Option.none(),
+      timeouts: { firstByteMs: 10_000, stallMs: 10_000 }
+    })
     const once = Effect.gen(function*() {
       const start = performance.now()
-      const count = yield* provider.stream(request()).pipe(
-        Stream.runFold(0, (n, e: ProviderEvent) => (e._tag === "TextDelta" ? n + 1 : n))
-      )
+      const count = yield* provider.stream({
+        system: "",
+        history: [{ type: "user_message", content: "go", otid: Otid.make("bench") }],
+        tools: []
+      }).pipe(Stream.runFold(0, (n, e: ProviderEvent) => (e._tag === "TextDelta" ? n + 1 : n)))
       return { ms: performance.now() - start, count }
     })
     yield* once // warm-up
@@ -33,4 +48,4 @@ const main = Effect.forEach(["openai-chat", "anthropic", "openai-responses"] as 
   Effect.tap((rows) => Effect.sync(() => console.table(rows)))
 )
 
-Effect.runPromise(main)
+NodeRuntime.runMain(main)

@@ -3,17 +3,18 @@
  * talking to an in-process `baton serve` over loopback, and the time to the first chunk of short runs.
  * Run: npx tsx bench/RemoteStream.ts [deltas]
  */
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { Context, Effect, Layer, Stream } from "effect"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import * as Fs from "node:fs"
-import { BatonServer, serve } from "../src/programs/Server.js"
+import { BatonServer, serve } from "../src/programs/server/Server.js"
 import { Backend } from "../src/services/Backend.js"
-import { layerLocal } from "../src/services/BackendLocal.js"
-import { layerRemote } from "../src/services/BackendRemote.js"
-import { layerScripted, ProviderScript, Turn } from "../src/services/ProviderScripted.js"
-import { layerSqlite } from "../src/services/StoreSqlite.js"
-import { input, user } from "../test/support/testing.js"
+import { layerLocal } from "../src/programs/backend/BackendLocal.js"
+import { layerRemote } from "../src/services/backend/Remote.js"
+import { layerScripted, ProviderScript, Turn } from "../src/services/provider/Scripted.js"
+import { layerSqlite } from "../src/services/store/Sqlite.js"
+import { Otid } from "../src/domain/Ids.js"
 
 const deltas = Number(process.argv[2] ?? 5_000)
 const text = Array.from({ length: deltas }, (_, i) => `w${i} `)
@@ -33,7 +34,7 @@ const main = Effect.gen(function*() {
       yield* script.push(Turn.text(text))
       const conv = yield* backend.createConversation({})
       const start = performance.now()
-      const chunks = yield* Stream.runCount(backend.send(conv.id, input(user("go"))))
+      const chunks = yield* Stream.runCount(backend.send(conv.id, { messages: [{ type: "user_message", content: "go", otid: Otid.make("go") }] }))
       const ms = performance.now() - start
       return { chunks, ms: Math.round(ms), chunksPerSecond: Math.round(chunks / (ms / 1000)) }
     })
@@ -45,7 +46,7 @@ const main = Effect.gen(function*() {
         const conv = yield* backend.createConversation({})
         const start = performance.now()
         let first = 0
-        yield* Stream.runForEach(backend.send(conv.id, input(user("hi"))), () => Effect.sync(() => { if (first === 0) first = performance.now() - start }))
+        yield* Stream.runForEach(backend.send(conv.id, { messages: [{ type: "user_message", content: "hi", otid: Otid.make(`hi-${performance.now()}`) }] }), () => Effect.sync(() => { if (first === 0) first = performance.now() - start }))
         times.push(first)
       }
       return Math.round(median(times) * 100) / 100
@@ -63,4 +64,4 @@ const main = Effect.gen(function*() {
   Fs.rmSync(dir, { recursive: true, force: true })
 }).pipe(Effect.scoped, Effect.orDie)
 
-Effect.runPromise(main)
+NodeRuntime.runMain(main)

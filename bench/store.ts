@@ -4,14 +4,16 @@
  * 2. pendingApprovals + backfill at 100, 10k and 100k items in one conversation: the resume path
  *    must cost the same whatever the history length (target: 100k ≤ 1.5× 100).
  */
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { Effect } from "effect"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import type { TaskEvent } from "../src/domain/Events.js"
 import { Otid, ToolCallId } from "../src/domain/Ids.js"
-import { type NewItem, Store } from "../src/services/Store.js"
-import { layerSqlite } from "../src/services/StoreSqlite.js"
+import type { NewItem } from "../src/domain/History.js"
+import { Store } from "../src/services/Store.js"
+import { layerSqlite } from "../src/services/store/Sqlite.js"
 
 const dir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "baton-bench-"))
 
@@ -95,5 +97,7 @@ const program = Effect.gen(function*() {
   console.log(`  100k / 100 = ${(costs[2]! / costs[0]!).toFixed(2)}× (target ≤ 1.5×)`)
 })
 
-await Effect.runPromise(program.pipe(Effect.provide(layerSqlite({ filename: Path.join(dir, "bench.db") }))))
-  .finally(() => Fs.rmSync(dir, { recursive: true, force: true }))
+NodeRuntime.runMain(program.pipe(
+  Effect.provide(layerSqlite({ filename: Path.join(dir, "bench.db") })),
+  Effect.ensuring(Effect.sync(() => Fs.rmSync(dir, { recursive: true, force: true })))
+))

@@ -4,14 +4,15 @@
  * 2. Lock overhead per call: the executor (decode, resource key, locks, fork, result) around a
  *    no-op tool, against the no-op itself; for shared reads, one contended file, and Bash.
  */
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { Effect, Schema } from "effect"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import { ToolCallId } from "../src/domain/Ids.js"
 import type { ToolCall } from "../src/domain/Messages.js"
-import { makeFairRwLock } from "../src/services/FairLock.js"
-import { makeToolExecutor } from "../src/services/ToolExecutorLive.js"
+import { makeFairRwLock } from "../src/services/tools/FairLock.js"
+import { makeToolExecutor } from "../src/services/tools/Executor.js"
 import { makeTool } from "../src/services/tools/Tool.js"
 
 const Args = Schema.Struct({ file_path: Schema.optional(Schema.String), command: Schema.optional(Schema.String) })
@@ -83,7 +84,4 @@ const program = Effect.gen(function*() {
   Fs.rmSync(workspace, { recursive: true, force: true })
 })
 
-Effect.runPromise(program).catch((e) => {
-  console.error(e)
-  process.exit(1)
-})
+NodeRuntime.runMain(program)

@@ -12,10 +12,10 @@ import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import * as Layer from "effect/Layer"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
-import { demo } from "../src/programs/Demo.js"
-import { nodeIo } from "../src/programs/Io.js"
-import { layerRecord } from "../src/services/ProviderCassette.js"
-import { layerScripted, Turn } from "../src/services/ProviderScripted.js"
+import { demo } from "../src/programs/cli/DemoCommand.js"
+import { nodeIo } from "../src/programs/cli/Io.js"
+import { layerRecord } from "../src/services/provider/Cassette.js"
+import { layerScripted, Turn } from "../src/services/provider/Scripted.js"
 
 const words = (text: string): ReadonlyArray<string> => text.match(/\S+\s*|\s+/g) ?? []
 

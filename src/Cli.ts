@@ -4,8 +4,8 @@ import * as Options from "@effect/cli/Options"
 import * as Config from "effect/Config"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
-import { APPROVE_MODES, type CommonArgs, noCommonArgs, PROVIDER_KINDS } from "./programs/CommonArgs.js"
-import { VERSION } from "./Version.js"
+import { APPROVE_MODES, type CommonArgs, noCommonArgs, PROVIDER_KINDS } from "./programs/cli/CommonArgs.js"
+import { VERSION } from "./programs/cli/Version.js"
 
 /**
  * The `baton` command line: options, arguments and help. Each handler hands its parsed options to
@@ -70,8 +70,8 @@ const toArgs = (parsed: Command.Command.ParseConfig<typeof common>): CommonArgs 
 const json = Options.boolean("json").pipe(Options.withDescription("Print one JSON object per line on stdout, nothing else"))
 
 /** Command bodies load on first use: `baton run --help` parses only this file and @effect/cli. */
-type Commands = typeof import("./programs/Commands.js")
-const commands = Effect.promise((): Promise<Commands> => import("./programs/Commands.js"))
+type Commands = typeof import("./programs/cli/Commands.js")
+const commands = Effect.promise((): Promise<Commands> => import("./programs/cli/Commands.js"))
 const lazy = <A, E, R>(f: (m: Commands) => Effect.Effect<A, E, R>) => Effect.flatMap(commands, f)
 
 const run = Command.make(

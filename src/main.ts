@@ -9,8 +9,8 @@ import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
 import { cli } from "./Cli.js"
-import { endingOf } from "./programs/Failure.js"
-import { colorFor, stripAnsi } from "./programs/Style.js"
+import { endingOf } from "./programs/cli/Ending.js"
+import { colorFor, stripAnsi } from "./programs/cli/view/Style.js"
 
 /** Help and usage errors come from @effect/cli in colour; a pipe or NO_COLOR gets them plain. */
 const plainConsole = Effect.map(Effect.console, (console): Console.Console => ({

@@ -5,6 +5,9 @@ import type { TaskEvent } from "./Events.js"
  * Compaction planning, pure: how full the context is, when to compact, and where a sliding window
  * may cut. Token counts are estimates (⌈chars / 4⌉) anchored on the provider's last real usage.
  */
+/** Whether a compaction can run now (`compactability()`). */
+export type Compactability = "ok" | "unsupported" | "empty" | "just_compacted"
+
 export const estimateTokens = (text: string): number => Math.ceil(text.length / 4)
 
 /** The text a context item contributes to a request. */

@@ -1,5 +1,6 @@
-import type { TaskEvent } from "./Events.js"
-import type { ConversationId, MessageId } from "./Ids.js"
+import type { Chunk, StopReasonValue, TaskEvent } from "./Events.js"
+import type { ConversationId, MessageId, RunId } from "./Ids.js"
+import type { RunStatus } from "./Run.js"
 
 /**
  * One recorded item of a conversation: a message or an event (never a delta).
@@ -34,4 +35,31 @@ export interface ItemQuery {
   readonly before?: number
   readonly after?: number
   readonly limit?: number
+}
+
+/** A delta as an item is a caller bug: `commit` dies before writing anything. */
+export interface NewItem {
+  readonly item: TaskEvent
+  /** Model context only (carry-over, the `[context_summary]` message): never shown as a real event. */
+  readonly contextOnly?: boolean
+  /** Trace only: output that was shown but never reached the model context (a failed or cancelled request). */
+  readonly traceOnly?: boolean
+}
+
+/**
+ * One logical write, committed in one transaction: all of it or none of it.
+ * Items are appended in order; chunks must continue their run's seq exactly.
+ */
+export interface Write {
+  readonly conversationId: ConversationId
+  readonly items?: ReadonlyArray<NewItem>
+  readonly chunks?: ReadonlyArray<Chunk>
+  /** Finish the run in the same transaction (e.g. with its stop_reason chunk). */
+  readonly finishRun?: {
+    readonly runId: RunId
+    readonly status: Exclude<RunStatus, "running">
+    readonly stopReason: StopReasonValue
+  }
+  /** Start a new trace segment before appending `items` (a successful compaction). */
+  readonly newSegment?: boolean
 }

@@ -1,5 +1,5 @@
 import { Either } from "effect"
-import * as Path from "node:path"
+import * as Path from "./PosixPath.js"
 import { ConfigError } from "./Errors.js"
 import { matchesGlob } from "./Glob.js"
 import type { PermissionRules } from "./Settings.js"

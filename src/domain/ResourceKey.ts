@@ -1,5 +1,5 @@
 import { Data, Either } from "effect"
-import * as Path from "node:path"
+import * as Path from "./PosixPath.js"
 import { PathOutsideWorkspace } from "./Errors.js"
 
 /**

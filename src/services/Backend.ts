@@ -1,41 +1,18 @@
 import { Context, type Effect, type Stream } from "effect"
 import type { Conversation, ConversationSettings, ConversationSettingsInput } from "../domain/Conversation.js"
 import type { BackendError, NotFound, StoreError } from "../domain/Errors.js"
-import type { ApprovalDecision, Chunk, CompactionReason } from "../domain/Events.js"
-import type { ConversationId, RunId } from "../domain/Ids.js"
-import type { InputMessage, ToolCall, ToolReturn } from "../domain/Messages.js"
-import type { ThinkingLevel } from "../domain/ProviderEvent.js"
+import type { CarryOver } from "../domain/CarryOver.js"
+import type { Compactability } from "../domain/Compaction.js"
+import type { Chunk, CompactionReason } from "../domain/Events.js"
 import type { Page, StoredItem } from "../domain/History.js"
-
-/** What a client sends to start a run: only the new messages, never the history. */
-export interface SendInput {
-  /** New user text and/or the results of every pending tool call, each with its own otid. */
-  readonly messages: ReadonlyArray<InputMessage>
-  /** Client-side facts for the trace (approval decisions), recorded before the messages. */
-  readonly events?: ReadonlyArray<ApprovalDecision>
-  /** Thinking level for this run, kept across its reconnects. */
-  readonly thinking?: ThinkingLevel
-}
+import type { ConversationId, RunId } from "../domain/Ids.js"
+import type { ToolCall } from "../domain/Messages.js"
+import type { SendInput } from "../domain/Run.js"
 
 /**
- * What an interrupted (or abandoned) task leaves for the next one, stored as model context so it
- * survives the process. `results` close the pending calls (finished ones real, unfinished ones
- * `interrupted` placeholders, which stay out of the trace); `turnAborted` is the flattened partial
- * turn (`[turn_aborted]…[/turn_aborted]`) when the model's output was incomplete.
- */
-export interface CarryOver {
-  readonly results?: ReadonlyArray<ToolReturn>
-  readonly turnAborted?: string
-  readonly events?: ReadonlyArray<ApprovalDecision>
-  /** Record an `abort` event in the trace. */
-  readonly abort?: boolean
-}
-
-export type Compactability = "ok" | "unsupported" | "empty" | "just_compacted"
-
-/**
- * Where conversation state and model calls live. `layerLocal` runs conversation actors in process
- * over Store + Provider; `layerRemote` is an HTTP client of `baton serve`. One contract suite
+ * Where conversation state and model calls live. `BackendLocal.layerLocal` (programs/backend) runs
+ * conversation actors in process over Store + Provider; `BackendRemote.layerRemote` (services/backend)
+ * is an HTTP client of `baton serve`. One contract suite
  * (test/support/backendContract.ts) runs against both, so the Session cannot tell them apart.
  */
 export class Backend extends Context.Tag("baton/Backend")<Backend, {

@@ -1,59 +1,11 @@
 import { Context, type Effect, type Option, type Stream } from "effect"
-import type { ItemQuery, Page, StoredItem } from "../domain/History.js"
+import type { ItemQuery, Page, StoredItem, Write } from "../domain/History.js"
+import type { Run, RunKind } from "../domain/Run.js"
 import type { Conversation, ConversationSettings, ConversationSettingsInput } from "../domain/Conversation.js"
 import type { ChunkSeqError, Conflict, InvalidInput, NotFound, StoreError } from "../domain/Errors.js"
-import type { Chunk, StopReasonValue, TaskEvent } from "../domain/Events.js"
+import type { Chunk } from "../domain/Events.js"
 import type { ConversationId, MessageId, Otid, RunId } from "../domain/Ids.js"
 import type { ToolCall } from "../domain/Messages.js"
-
-/** A run's lifecycle. `running` left behind by a dead process is closed at start-up. */
-export type RunStatus = "running" | "completed" | "failed" | "cancelled"
-export type RunKind = "turn" | "compaction"
-
-export interface Run {
-  readonly id: RunId
-  readonly conversationId: ConversationId
-  readonly otid: Otid
-  readonly kind: RunKind
-  readonly status: RunStatus
-  readonly stopReason: StopReasonValue | undefined
-  /** The highest seq committed for this run (0 before the first chunk). */
-  readonly lastSeq: number
-  /** The process that runs it (`host:pid:start`), so start-up closes only runs whose process is gone. */
-  readonly owner: string | undefined
-  readonly createdAt: number
-  readonly updatedAt: number
-}
-
-
-/** A delta as an item is a caller bug: `commit` dies before writing anything. */
-export interface NewItem {
-  readonly item: TaskEvent
-  /** Model context only (carry-over, the `[context_summary]` message): never shown as a real event. */
-  readonly contextOnly?: boolean
-  /** Trace only: output that was shown but never reached the model context (a failed or cancelled request). */
-  readonly traceOnly?: boolean
-}
-
-/**
- * One logical write, committed in one transaction: all of it or none of it.
- * Items are appended in order; chunks must continue their run's seq exactly.
- */
-export interface Write {
-  readonly conversationId: ConversationId
-  readonly items?: ReadonlyArray<NewItem>
-  readonly chunks?: ReadonlyArray<Chunk>
-  /** Finish the run in the same transaction (e.g. with its stop_reason chunk). */
-  readonly finishRun?: {
-    readonly runId: RunId
-    readonly status: Exclude<RunStatus, "running">
-    readonly stopReason: StopReasonValue
-  }
-  /** Start a new trace segment before appending `items` (a successful compaction). */
-  readonly newSegment?: boolean
-}
-
-
 
 /**
  * Where a conversation lives. Every method answers resume questions (pending approvals, backfill,

@@ -2,7 +2,7 @@ import { Effect } from "effect"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import type { ExecuteOptions } from "../../src/services/ToolExecutor.js"
-import { makeToolExecutor, type ToolExecutorOptions } from "../../src/services/ToolExecutorLive.js"
+import { makeToolExecutor, type ToolExecutorOptions } from "../../src/services/tools/Executor.js"
 import { toolCall } from "./Calls.js"
 import { tempDir } from "./tempDir.js"
 

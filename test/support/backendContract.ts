@@ -3,7 +3,7 @@ import { Effect, Either, Fiber, type Layer, Stream, TestClock } from "effect"
 import type { Chunk } from "../../src/domain/Events.js"
 import * as PE from "../../src/domain/ProviderError.js"
 import { Backend } from "../../src/services/Backend.js"
-import { ProviderScript, type ScriptEntry, Turn } from "../../src/services/ProviderScripted.js"
+import { ProviderScript, type ScriptEntry, Turn } from "../../src/services/provider/Scripted.js"
 import { awaitSleeps, collect, eventually, input, toolResult, types, user } from "./testing.js"
 
 /** Builds a fresh Backend (and the scripted model behind it) for one test. */

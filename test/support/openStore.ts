@@ -3,7 +3,7 @@
  * the StoreError it failed with, or the defect. Used to open stores as another (unprivileged) user.
  */
 import { Cause, Effect, Exit, Layer, Option } from "effect"
-import { layerSqlite } from "../../src/services/StoreSqlite.js"
+import { layerSqlite } from "../../src/services/store/Sqlite.js"
 
 for (const filename of process.argv.slice(2)) {
   const exit = await Effect.runPromiseExit(Effect.scoped(Layer.build(layerSqlite({ filename }))))

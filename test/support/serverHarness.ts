@@ -1,9 +1,9 @@
 import { Context, Effect, Layer, Queue, Ref, type Scope, Stream } from "effect"
 import type { ProviderEvent } from "../../src/domain/ProviderEvent.js"
-import { BatonServer, type ServeOptions, serve } from "../../src/programs/Server.js"
+import { BatonServer, type ServeOptions, serve } from "../../src/programs/server/Server.js"
 import { Backend } from "../../src/services/Backend.js"
-import { layerLocal } from "../../src/services/BackendLocal.js"
-import { layerRemote, type RemoteOptions } from "../../src/services/BackendRemote.js"
+import { layerLocal } from "../../src/programs/backend/BackendLocal.js"
+import { layerRemote, type RemoteOptions } from "../../src/services/backend/Remote.js"
 import { Provider } from "../../src/services/Provider.js"
 import type { Store } from "../../src/services/Store.js"
 

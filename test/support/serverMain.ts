@@ -4,10 +4,10 @@
  * `{"url": …}` once it listens, then serves until killed.
  */
 import { Effect, Layer } from "effect"
-import { BatonServer, serve } from "../../src/programs/Server.js"
-import { layerLocal } from "../../src/services/BackendLocal.js"
-import { layerScripted, Turn } from "../../src/services/ProviderScripted.js"
-import { layerSqlite } from "../../src/services/StoreSqlite.js"
+import { BatonServer, serve } from "../../src/programs/server/Server.js"
+import { layerLocal } from "../../src/programs/backend/BackendLocal.js"
+import { layerScripted, Turn } from "../../src/services/provider/Scripted.js"
+import { layerSqlite } from "../../src/services/store/Sqlite.js"
 
 type TurnSpec = { readonly text: ReadonlyArray<string> } | { readonly stall: string }
 

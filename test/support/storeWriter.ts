@@ -8,7 +8,7 @@ import { Effect, Option } from "effect"
 import { createInterface } from "node:readline"
 import { Otid, ToolCallId } from "../../src/domain/Ids.js"
 import { Store } from "../../src/services/Store.js"
-import { layerSqlite } from "../../src/services/StoreSqlite.js"
+import { layerSqlite } from "../../src/services/store/Sqlite.js"
 
 export interface Reported {
   readonly run: string

@@ -1,25 +1,6 @@
 import { Duration, Effect, Option } from "effect"
 import * as Fs from "node:fs"
-
-export interface ProcStat {
-  readonly state: string
-  readonly pgrp: number
-  /** Clock ticks after boot; with the pid it identifies one process across pid reuse. */
-  readonly startTime: string
-}
-
-/** Parses /proc/<pid>/stat; the command name may contain spaces and parentheses, so split after the last `)`. */
-export const readProcStat = (pid: number | string): ProcStat | undefined => {
-  try {
-    const text = Fs.readFileSync(`/proc/${pid}/stat`, "utf8")
-    const fields = text.slice(text.lastIndexOf(")") + 2).split(" ")
-    return { state: fields[0] ?? "", pgrp: Number(fields[2]), startTime: fields[19] ?? "" }
-  } catch {
-    return undefined
-  }
-}
-
-const hasProc = Fs.existsSync("/proc/self/stat")
+import { hasProc, readProcStat } from "../ProcessIdentity.js"
 
 /**
  * Live (non-zombie) members of a process group. Zombies are skipped: `kill(-pgid, 0)` still counts
@@ -42,24 +23,6 @@ export const liveMembers = (pgid: number): ReadonlyArray<number> => {
   }
   return members
 }
-
-/** Whether one process is alive (not a zombie). */
-export const isAlive = (pid: number): boolean => {
-  if (!hasProc) {
-    try {
-      process.kill(pid, 0)
-      return true
-    } catch {
-      return false
-    }
-  }
-  const stat = readProcStat(pid)
-  return stat !== undefined && stat.state !== "Z" && stat.state !== "X"
-}
-
-/** The same process still runs: alive, and started when it was recorded (pids get reused). */
-export const stillRunning = (pid: number, startTime: string): boolean =>
-  isAlive(pid) && readProcStat(pid)?.startTime === startTime
 
 export const signalGroup = (pgid: number, signal: NodeJS.Signals) =>
   Effect.sync(() => {

@@ -1,7 +1,8 @@
 import { Duration, Effect, Either, Schema } from "effect"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
-import { killGroup, liveMembers, readProcStat, stillRunning } from "./ProcessGroup.js"
+import { readProcStat, stillRunning } from "../ProcessIdentity.js"
+import { killGroup, liveMembers } from "./ProcessGroup.js"
 import { noProcessTracking, type ProcessTracker } from "./Tool.js"
 
 /**

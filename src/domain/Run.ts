@@ -1,0 +1,37 @@
+import type { ApprovalDecision, StopReasonValue } from "./Events.js"
+import type { ConversationId, Otid, RunId } from "./Ids.js"
+import type { InputMessage } from "./Messages.js"
+import type { ThinkingLevel } from "./ProviderEvent.js"
+
+/** A run's lifecycle. `running` left behind by a dead process is closed at start-up. */
+export type RunStatus = "running" | "completed" | "failed" | "cancelled"
+export type RunKind = "turn" | "compaction"
+
+/** The record of one run: one model request plus its reconnects (or one compaction). */
+export interface Run {
+  readonly id: RunId
+  readonly conversationId: ConversationId
+  readonly otid: Otid
+  readonly kind: RunKind
+  readonly status: RunStatus
+  readonly stopReason: StopReasonValue | undefined
+  /** The highest seq committed for this run (0 before the first chunk). */
+  readonly lastSeq: number
+  /** The process that runs it (`host:pid:start`), so start-up closes only runs whose process is gone. */
+  readonly owner: string | undefined
+  readonly createdAt: number
+  readonly updatedAt: number
+}
+
+/** What a client sends to start a run: only the new messages, never the history. */
+export interface SendInput {
+  /** New user text and/or the results of every pending tool call, each with its own otid. */
+  readonly messages: ReadonlyArray<InputMessage>
+  /** Client-side facts for the trace (approval decisions), recorded before the messages. */
+  readonly events?: ReadonlyArray<ApprovalDecision>
+  /** Thinking level for this run, kept across its reconnects. */
+  readonly thinking?: ThinkingLevel
+}
+
+/** The activity a conversation's one job is busy with, as a Conflict reports it. */
+export const activityOf = (kind: RunKind): "run" | "compaction" => (kind === "compaction" ? "compaction" : "run")

@@ -1,0 +1,51 @@
+import { Effect, Stream } from "effect"
+import type { Chunk, TaskEvent } from "../../domain/Events.js"
+import type { NewItem } from "../../domain/History.js"
+import type { Run } from "../../domain/Run.js"
+import type { Store } from "../../services/Store.js"
+import { makeRunFeed } from "./RunFeed.js"
+import { makeRunWriter } from "./RunWriter.js"
+
+const PROCESS_STOPPED = {
+  tag: "ProcessStopped",
+  message: "the process running this run stopped before the run finished; send the message again to continue"
+}
+
+/**
+ * Closes a run left `running` by a process that died, so its conversation is never stuck busy:
+ * request_end{failed} (if a request was open), stop_reason{error}, and the messages the stream had
+ * shown kept in the trace (never the model context: the request did not complete).
+ */
+export const closeDeadRun = (store: Store["Type"], run: Run) =>
+  Effect.gen(function*() {
+    const chunks = yield* Stream.runCollect(store.readChunks(run.id, 0)).pipe(Effect.map((c) => Array.from(c)))
+    const lastEnd = chunks.findLastIndex((c) => c.type === "request_end")
+    const lastBegin = chunks.findLastIndex((c) => c.type === "request_begin")
+    const openRequest = lastBegin > lastEnd
+    const shown = chunks.filter((c, i) =>
+      c.type === "tool_call" || (i > lastEnd && (c.type === "assistant_message" || c.type === "reasoning_message"))
+    )
+    // Text still streaming when the process died exists only as deltas; keep it in the trace too.
+    const lastMessage = chunks.findLastIndex((c) => c.type === "assistant_message" || c.type === "tool_call" || c.type === "reasoning_message")
+    const openText = chunks
+      .slice(Math.max(lastMessage, lastBegin) + 1)
+      .flatMap((c) => (c.type === "text_delta" ? [c.content] : []))
+      .join("")
+    const feed = yield* makeRunFeed(store, run.id)
+    const writer = yield* makeRunWriter(store, feed, run.conversationId, run.id, run.lastSeq)
+    const last: ReadonlyArray<TaskEvent> = [
+      ...(openRequest ? [{ type: "request_end" as const, status: "failed" as const, attempt: attemptOf(chunks[lastBegin]), error: PROCESS_STOPPED }] : []),
+      { type: "stop_reason", reason: "error", error: PROCESS_STOPPED }
+    ]
+    yield* writer.emit(last.map((event) => ({ event, record: "item" as const })), {
+      before: [
+        ...shown.map((item): NewItem => ({ item, traceOnly: true })),
+        ...(openRequest && openText.length > 0
+          ? [{ item: { type: "assistant_message", content: openText, run_id: run.id }, traceOnly: true } satisfies NewItem]
+          : [])
+      ],
+      finish: { status: "failed", stopReason: "error", onCommitted: Effect.void }
+    })
+  })
+
+const attemptOf = (chunk: Chunk | undefined): number => (chunk?.type === "request_begin" ? chunk.attempt : 0)

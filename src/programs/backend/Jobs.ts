@@ -1,0 +1,49 @@
+import { Deferred, Effect, type Fiber, Option, Ref } from "effect"
+import type { ConversationId, RunId } from "../../domain/Ids.js"
+import type { RunFeed } from "./RunFeed.js"
+
+/**
+ * The one active job (a run or a compaction) of each conversation that is live in this process.
+ * A job is removed the moment its stop_reason is committed, before anyone can see it, so a client
+ * that reacts to a stop_reason never meets a stale "busy".
+ */
+export interface Job {
+  readonly conversationId: ConversationId
+  readonly runId: RunId
+  readonly kind: "run" | "compaction"
+  readonly feed: RunFeed
+  readonly fiber: Fiber.RuntimeFiber<unknown, unknown>
+  /** Set before a user's cancel interrupts the fiber; a shutdown interrupt leaves it false. */
+  readonly cancelRequested: Ref.Ref<boolean>
+  /** Completed by skipReconnectWait; replaced at each wait. */
+  readonly skip: Ref.Ref<Deferred.Deferred<void>>
+}
+
+export interface Jobs {
+  readonly get: (id: ConversationId) => Effect.Effect<Option.Option<Job>>
+  readonly byRun: (runId: RunId) => Effect.Effect<Option.Option<Job>>
+  readonly add: (job: Job) => Effect.Effect<void>
+  /** Removes the job only if it is still this run's (a later job must not be dropped). */
+  readonly remove: (id: ConversationId, runId: RunId) => Effect.Effect<void>
+}
+
+export const makeJobs: Effect.Effect<Jobs> = Effect.map(Ref.make(new Map<ConversationId, Job>()), (ref) => ({
+  get: (id) => Effect.map(Ref.get(ref), (jobs) => Option.fromNullable(jobs.get(id))),
+  byRun: (runId) => Effect.map(Ref.get(ref), (jobs) => Option.fromNullable([...jobs.values()].find((j) => j.runId === runId))),
+  add: (job) => Ref.update(ref, (jobs) => new Map(jobs).set(job.conversationId, job)),
+  remove: (id, runId) =>
+    Ref.update(ref, (jobs) => {
+      if (jobs.get(id)?.runId !== runId) return jobs
+      const next = new Map(jobs)
+      next.delete(id)
+      return next
+    })
+}))
+
+/** A reconnect wait that skipReconnectWait can end early without touching the retry count. */
+export const skippableWait = (skip: Ref.Ref<Deferred.Deferred<void>>) => (delayMs: number): Effect.Effect<void> =>
+  Effect.gen(function*() {
+    const signal = yield* Deferred.make<void>()
+    yield* Ref.set(skip, signal)
+    yield* Effect.race(Effect.sleep(delayMs), Deferred.await(signal))
+  })

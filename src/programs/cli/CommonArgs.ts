@@ -1,0 +1,36 @@
+import type { ProviderKind } from "../../domain/Settings.js"
+
+export type { ProviderKind }
+
+/** ProviderKind's values, spelled out so the command definitions need no Schema at start-up. */
+export const PROVIDER_KINDS = ["openai-chat", "anthropic", "openai-responses", "replay"] as const satisfies ReadonlyArray<ProviderKind>
+
+export const APPROVE_MODES = ["ask", "allow", "deny"] as const
+export type ApproveMode = (typeof APPROVE_MODES)[number]
+
+/** The options every task command shares, already merged with their environment variables. */
+export interface CommonArgs {
+  readonly provider: ProviderKind | undefined
+  readonly model: string | undefined
+  readonly baseUrl: string | undefined
+  readonly workspace: string | undefined
+  readonly conversation: string | undefined
+  readonly continue: boolean
+  readonly approve: ApproveMode | undefined
+  readonly maxTurns: number | undefined
+  readonly home: string | undefined
+  readonly server: string | undefined
+}
+
+export const noCommonArgs: CommonArgs = {
+  provider: undefined,
+  model: undefined,
+  baseUrl: undefined,
+  workspace: undefined,
+  conversation: undefined,
+  continue: false,
+  approve: undefined,
+  maxTurns: undefined,
+  home: undefined,
+  server: undefined
+}

@@ -1,0 +1,117 @@
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as ParseResult from "effect/ParseResult"
+import * as Schema from "effect/Schema"
+import * as Fs from "node:fs"
+import * as Path from "node:path"
+import { ConfigError } from "../../domain/Errors.js"
+import { emptyRules, type PermissionRules, SettingsFile } from "../../domain/Settings.js"
+
+/** The settings files in force, merged: `$BATON_HOME/settings.json`, then `<workspace>/.baton/settings.json`. */
+export interface LoadedSettings {
+  /** Scalars: the later file wins. Compaction: merged key by key. */
+  readonly file: SettingsFile
+  /**
+   * Rule lists are concatenated, not replaced: a workspace file can add rules but never drop a deny
+   * rule of the user's own file.
+   */
+  readonly rules: PermissionRules
+  /** The files that exist and were read, in merge order. */
+  readonly sources: ReadonlyArray<string>
+}
+
+export const settingsPaths = (home: string, workspace: string): ReadonlyArray<string> => [
+  Path.join(home, "settings.json"),
+  Path.join(workspace, ".baton", "settings.json")
+]
+
+const decode = Schema.decodeUnknownEither(SettingsFile, { errors: "all" })
+
+const pathText = (path: ReadonlyArray<PropertyKey>): string =>
+  path.reduce<string>((acc, key) => (typeof key === "number" ? `${acc}[${key}]` : acc === "" ? String(key) : `${acc}.${String(key)}`), "")
+
+/**
+ * One readable line per field: the issues of a literal union ("Expected "a", actual "x"" four times)
+ * become one "expected "a" | "b", got "x"".
+ */
+export const describeIssues = (issues: ReadonlyArray<ParseResult.ArrayFormatterIssue>): ReadonlyArray<{ readonly field: string; readonly message: string }> => {
+  const byField = new Map<string, Array<ParseResult.ArrayFormatterIssue>>()
+  for (const issue of issues) {
+    const field = pathText(issue.path)
+    byField.set(field, [...(byField.get(field) ?? []), issue])
+  }
+  return [...byField.entries()].map(([field, list]) => {
+    if (list.some((i) => i._tag === "Unexpected")) {
+      const expected = /expected: (.*)$/.exec(list.find((i) => i._tag === "Unexpected")!.message)?.[1]
+      return { field, message: `unknown key${expected !== undefined ? `; expected one of ${expected}` : ""}` }
+    }
+    const parsed = list.map((i) => /^Expected (.*), actual (.*)$/s.exec(i.message))
+    if (parsed.every((m) => m !== null)) {
+      const expected = [...new Set(parsed.map((m) => m![1]!))]
+      const got = parsed[0]![2]!
+      const shown = field === "" ? "a JSON object" : expected.join(" | ")
+      return { field, message: `expected ${shown}, got ${got.length > 60 ? `${got.slice(0, 60)}…` : got}` }
+    }
+    return { field, message: list.map((i) => i.message).join("; ") }
+  })
+}
+
+const readFile = (file: string) =>
+  Effect.gen(function*() {
+    const text = yield* Effect.try({
+      try: () => (Fs.existsSync(file) ? Fs.readFileSync(file, "utf8") : undefined),
+      catch: (cause) => new ConfigError({ source: file, message: `cannot read ${file}: ${cause instanceof Error ? cause.message : String(cause)}` })
+    })
+    if (text === undefined) return undefined
+    const json = yield* Effect.try({
+      try: (): unknown => JSON.parse(text),
+      catch: (cause) => new ConfigError({ source: file, message: `${file} is not valid JSON: ${cause instanceof Error ? cause.message : String(cause)}` })
+    })
+    return yield* Either.match(decode(json), {
+      onRight: Effect.succeed,
+      onLeft: (error) => {
+        const issues = describeIssues(ParseResult.ArrayFormatter.formatErrorSync(error))
+        const first = issues[0]!
+        return Effect.fail(
+          new ConfigError({
+            source: file,
+            field: first.field === "" ? "(root)" : first.field,
+            message: `invalid settings in ${file}:\n${issues.map((i) => `  ${i.field === "" ? "(root)" : i.field}: ${i.message}`).join("\n")}`
+          })
+        )
+      }
+    })
+  })
+
+const unique = (...lists: ReadonlyArray<ReadonlyArray<string> | undefined>): ReadonlyArray<string> => [...new Set(lists.flatMap((l) => l ?? []))]
+
+export const mergeSettings = (files: ReadonlyArray<SettingsFile>): Omit<LoadedSettings, "sources"> => {
+  const file = files.reduce<SettingsFile>((acc, next) => ({
+    ...acc,
+    ...next,
+    ...(acc.compaction !== undefined || next.compaction !== undefined ? { compaction: { ...acc.compaction, ...next.compaction } } : {})
+  }), {})
+  const { permissions: _ignored, ...rest } = file
+  const perms = files.map((f) => f.permissions)
+  return {
+    file: rest,
+    rules: {
+      allow: unique(...perms.map((p) => p?.allow)),
+      ask: unique(...perms.map((p) => p?.ask)),
+      deny: unique(...perms.map((p) => p?.deny)),
+      additionalDirectories: unique(...perms.map((p) => p?.additionalDirectories))
+    }
+  }
+}
+
+/** Reads and merges the settings files; an invalid one is a ConfigError naming the file and the field. */
+export const loadSettings = (home: string, workspace: string): Effect.Effect<LoadedSettings, ConfigError> =>
+  Effect.gen(function*() {
+    const found: Array<{ readonly path: string; readonly file: SettingsFile }> = []
+    for (const path of settingsPaths(home, workspace)) {
+      const file = yield* readFile(path)
+      if (file !== undefined) found.push({ path, file })
+    }
+    if (found.length === 0) return { file: {}, rules: emptyRules, sources: [] }
+    return { ...mergeSettings(found.map((f) => f.file)), sources: found.map((f) => f.path) }
+  })

@@ -1,0 +1,132 @@
+import * as Effect from "effect/Effect"
+import * as Fs from "node:fs"
+import * as Path from "node:path"
+import type { Conversation } from "../../domain/Conversation.js"
+import { ConfigError } from "../../domain/Errors.js"
+import type { TaskEvent } from "../../domain/Events.js"
+import type { StoredItem } from "../../domain/History.js"
+import type { ConversationId } from "../../domain/Ids.js"
+import { Backend } from "../../services/Backend.js"
+import { initialView, type ViewState, viewEvent } from "./view/EventView.js"
+import type { Io } from "./Io.js"
+import { colorFor, makeStyle, type Style } from "./view/Style.js"
+import { eventLine } from "./view/TaskOutput.js"
+
+/** `baton sessions list|show|export`: reading conversations, never changing them. */
+
+const when = (ms: number): string => {
+  const d = new Date(ms)
+  const pad = (n: number) => String(n).padStart(2, "0")
+  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${pad(d.getHours())}:${pad(d.getMinutes())}`
+}
+
+const firstPrompt = (backend: Backend["Type"], id: ConversationId) =>
+  Effect.map(backend.history(id, { after: 0, limit: 20 }), (items) =>
+    items.find((s) => s.inTrace && s.item.type === "user_message")?.item)
+
+const excerpt = (text: string, max: number) => {
+  const line = text.replace(/\s+/g, " ").trim()
+  return line.length > max ? `${line.slice(0, max - 1)}…` : line
+}
+
+const summary = (c: Conversation) => ({
+  id: c.id,
+  ...(c.title !== undefined ? { title: c.title } : {}),
+  created_at: c.created_at,
+  updated_at: c.updated_at,
+  ...(c.settings.workspace !== undefined ? { workspace: c.settings.workspace } : {}),
+  ...(c.settings.model !== undefined ? { model: c.settings.model } : {})
+})
+
+export const listSessions = (io: Io, options: { readonly json: boolean; readonly limit: number }) =>
+  Effect.gen(function*() {
+    const backend = yield* Backend
+    const page = yield* backend.listConversations({ limit: options.limit })
+    if (options.json) {
+      for (const c of page.items) io.out(`${JSON.stringify(summary(c))}\n`)
+      return
+    }
+    const style = makeStyle(colorFor({ isTTY: io.stdoutTTY }, io.env))
+    if (page.items.length === 0) {
+      io.out(`no conversations yet\n`)
+      return
+    }
+    for (const c of page.items) {
+      const prompt = c.title === undefined ? yield* firstPrompt(backend, c.id) : undefined
+      const label = c.title ?? (prompt !== undefined && prompt.type === "user_message" ? style.dim(excerpt(prompt.content, 60)) : style.dim("(empty)"))
+      io.out(`${style.bold(c.id)}  ${when(c.updated_at)}  ${label}${c.settings.workspace !== undefined ? style.dim(`  ${c.settings.workspace}`) : ""}\n`)
+    }
+    if (page.next !== undefined) io.out(style.dim(`(showing the ${options.limit} most recent; --limit N shows more)\n`))
+  })
+
+/** Every recorded item, oldest first, paging through the history. */
+export const allItems = (id: ConversationId) =>
+  Effect.gen(function*() {
+    const backend = yield* Backend
+    const items: Array<StoredItem> = []
+    for (;;) {
+      const page = yield* backend.history(id, { after: items.at(-1)?.position ?? 0, limit: 1000 })
+      items.push(...page)
+      if (page.length < 1000) return items
+    }
+  })
+
+/** History holds whole messages; the live view draws text from deltas, so give it one per message. */
+const asStream = (item: TaskEvent): ReadonlyArray<TaskEvent> =>
+  item.type === "assistant_message"
+    ? [{ type: "text_delta", content: item.content }, item]
+    : item.type === "reasoning_message"
+    ? [{ type: "reasoning_delta", content: item.content }, item]
+    : [item]
+
+export const renderHistory = (items: ReadonlyArray<StoredItem>, style: Style, write: (text: string) => void) => {
+  let state: ViewState = initialView
+  for (const stored of items.filter((s) => s.inTrace)) {
+    for (const event of asStream(stored.item)) {
+      const [next, pieces] = viewEvent(state, event, { style, userDecisions: true, reasoning: true, prompts: true })
+      state = next
+      for (const piece of pieces) write(piece.sink === "reasoning" ? style.dim(piece.text) : piece.text)
+    }
+  }
+}
+
+export const showSession = (io: Io, id: ConversationId, options: { readonly json: boolean }) =>
+  Effect.gen(function*() {
+    const backend = yield* Backend
+    const conversation = yield* backend.getConversation(id)
+    const items = yield* allItems(id)
+    if (options.json) {
+      for (const s of items.filter((s) => s.inTrace)) io.out(eventLine(s.item))
+      return
+    }
+    const style = makeStyle(colorFor({ isTTY: io.stdoutTTY }, io.env))
+    io.out(`${style.bold(`conversation ${conversation.id}`)}${conversation.title !== undefined ? ` — ${conversation.title}` : ""}\n`)
+    io.out(style.dim(`created ${when(conversation.created_at)} · updated ${when(conversation.updated_at)}${conversation.settings.workspace !== undefined ? ` · ${conversation.settings.workspace}` : ""}\n\n`))
+    renderHistory(items, style, io.out)
+  })
+
+/**
+ * Writes every trace segment (`trace_001.jsonl`, …): one per model context, a new one after each
+ * compaction. The newest recorded item carries the current segment number.
+ */
+export const exportSession = (io: Io, id: ConversationId, options: { readonly out: string | undefined }) =>
+  Effect.gen(function*() {
+    const backend = yield* Backend
+    yield* backend.getConversation(id)
+    const newest = yield* backend.history(id, { limit: 1 })
+    const segments = newest.at(-1)?.segment ?? 1
+    const dir = Path.resolve(options.out ?? `baton-trace-${id}`)
+    yield* Effect.try({
+      try: () => Fs.mkdirSync(dir, { recursive: true }),
+      catch: (cause) => new ConfigError({ source: "--out", field: "out", message: `cannot create ${dir}: ${String(cause)}` })
+    })
+    for (let segment = 1; segment <= segments; segment++) {
+      const text = yield* backend.exportTrace(id, segment)
+      const file = Path.join(dir, `trace_${String(segment).padStart(3, "0")}.jsonl`)
+      yield* Effect.try({
+        try: () => Fs.writeFileSync(file, text),
+        catch: (cause) => new ConfigError({ source: "--out", field: "out", message: `cannot write ${file}: ${String(cause)}` })
+      })
+      io.out(`${file}  (${text === "" ? 0 : text.split("\n").length - 1} items)\n`)
+    }
+  })

@@ -1,0 +1,63 @@
+import * as Effect from "effect/Effect"
+import * as Readline from "node:readline"
+import type { Decision } from "../../../domain/Events.js"
+import type { Approver } from "../../session/ApprovalGate.js"
+import type { ApproveMode } from "../CommonArgs.js"
+import { ANSWER_HINT, answerLine, parseAnswer, questionLines, readForPreview } from "../view/ApprovalView.js"
+import { callLine } from "../view/EventView.js"
+import type { Io } from "../Io.js"
+import type { Style } from "../view/Style.js"
+
+/** `--approve allow`: everything the rules do not deny (the rules are applied before any approver). */
+export const allowAll: Approver = () => Effect.succeed("allow")
+
+export const NOT_A_TTY_NOTE = "stdin is not a terminal, so no one can be asked: calls that need approval are denied (use --approve allow to allow them)"
+
+/** One question on the terminal (stderr), answered on stdin; asks again until the answer is y, a or n. */
+const askOnTerminal = (io: Io, question: string, style: Style): Effect.Effect<Decision> =>
+  Effect.async<Decision>((resume) => {
+    const rl = Readline.createInterface({ input: io.stdin, output: process.stderr, terminal: true })
+    // Ctrl-C here must stop the task the way it does anywhere else: hand it to the process.
+    rl.on("SIGINT", () => {
+      rl.close()
+      process.kill(process.pid, "SIGINT")
+    })
+    const ask = (prefix: string) =>
+      rl.question(`${prefix}${question}`, (answer) => {
+        const decision = parseAnswer(answer)
+        if (decision === undefined) return ask(`  ${style.dim(ANSWER_HINT)}\n`)
+        rl.close()
+        resume(Effect.succeed(decision))
+      })
+    ask("")
+    return Effect.sync(() => rl.close())
+  })
+
+/** Prompts on the terminal for `baton run --approve ask`. Never used unless stdin is a TTY. */
+export const terminalApprover = (io: Io, workspace: string, style: Style): Approver => (request) =>
+  Effect.gen(function*() {
+    const content = yield* readForPreview(workspace, request)
+    io.err(`${[callLine(request.call, style), ...questionLines(request, content, style)].join("\n")}\n`)
+    const decision = yield* askOnTerminal(io, `  answer (y/a/n) › `, style)
+    io.err(`${answerLine(decision, request, style)}\n`)
+    return decision
+  })
+
+/**
+ * The approver of a non-interactive command. Without `--approve`, only the rules decide (whatever
+ * they leave open is denied). `ask` prompts only on a terminal: on piped or closed stdin a prompt
+ * could read a stray newline as an answer, so nothing is ever approved that way.
+ */
+export const commandApprover = (mode: ApproveMode | undefined, io: Io, workspace: string, style: Style): {
+  readonly approver: Approver | undefined
+  readonly note?: string
+} => {
+  switch (mode) {
+    case "allow":
+      return { approver: allowAll }
+    case "ask":
+      return io.stdinTTY ? { approver: terminalApprover(io, workspace, style) } : { approver: undefined, note: NOT_A_TTY_NOTE }
+    default:
+      return { approver: undefined }
+  }
+}

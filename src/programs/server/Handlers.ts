@@ -1,0 +1,71 @@
+import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
+import { Effect, Layer, ParseResult, Schema } from "effect"
+import { InvalidInput } from "../../domain/Errors.js"
+import type { Chunk } from "../../domain/Events.js"
+import type { RunId } from "../../domain/Ids.js"
+import { Backend } from "../../services/Backend.js"
+import { BatonApi, CarryOverJson } from "../../services/backend/HttpApi.js"
+import { type SseOptions, sseResponse } from "./Sse.js"
+
+/** What the handlers need from the server around them. */
+export interface HandlerContext {
+  readonly sse: SseOptions
+  /** Called with the first chunk of every run started here, so shutdown can wait for it. */
+  readonly track: (first: Chunk) => Effect.Effect<void>
+}
+
+/**
+ * Where a resumed stream starts: a `Last-Event-ID` (`<runId>:<seq>`, sent by an EventSource on reconnect)
+ * naming this run wins over `?after=`, being the more recent of the two.
+ */
+export const resumeAfter = (runId: RunId, lastEventId: string | undefined, after: number | undefined): number => {
+  if (lastEventId !== undefined) {
+    const colon = lastEventId.lastIndexOf(":")
+    const seq = Number(lastEventId.slice(colon + 1))
+    if (colon > 0 && lastEventId.slice(0, colon) === runId && Number.isInteger(seq) && seq >= 0) return seq
+  }
+  return after ?? 0
+}
+
+const decodeCarryOver = Schema.decodeUnknown(Schema.parseJson(CarryOverJson))
+
+const conversations = HttpApiBuilder.group(BatonApi, "conversations", (handlers) =>
+  Effect.map(Backend, (backend) =>
+    handlers
+      .handle("create", ({ payload }) =>
+        backend.createConversation(payload.settings, payload.title === undefined ? undefined : { title: payload.title }))
+      .handle("list", ({ urlParams }) => backend.listConversations(urlParams))
+      .handle("get", ({ path }) => backend.getConversation(path.id))
+      .handle("update", ({ path, payload }) => backend.updateConversation(path.id, payload))
+      .handle("pendingApprovals", ({ path }) => backend.pendingApprovals(path.id))
+      .handle("history", ({ path, urlParams }) => backend.history(path.id, urlParams))
+      .handle("backfill", ({ path }) => backend.backfill(path.id))
+      .handle("skipReconnectWait", ({ path }) => backend.skipReconnectWait(path.id))
+      .handle("compactability", ({ path }) => Effect.map(backend.compactability(path.id), (compactability) => ({ compactability })))
+      .handle("generateTitle", ({ path }) => Effect.map(backend.generateTitle(path.id), (title) => ({ title })))
+      .handle("trace", ({ path }) => backend.exportTrace(path.id, path.segment))))
+
+const runs = (context: HandlerContext) =>
+  HttpApiBuilder.group(BatonApi, "runs", (handlers) =>
+    Effect.map(Backend, (backend) =>
+      handlers
+        .handle("send", ({ path, payload }) => sseResponse(backend.send(path.id, payload), context.sse, context.track))
+        .handle("compact", ({ path, payload }) => sseResponse(backend.compact(path.id, payload.reason), context.sse, context.track))
+        .handle("stream", ({ headers, path, urlParams }) =>
+          sseResponse(backend.streamRun(path.id, { after: resumeAfter(path.id, headers["last-event-id"], urlParams.after) }), context.sse))
+        // Raw, so that a cancel without a body (nothing to carry over) is accepted as `{}`.
+        .handleRaw("cancel", ({ path, request }) =>
+          Effect.gen(function*() {
+            const text = yield* Effect.mapError(request.text, () => new InvalidInput({ message: "could not read the request body" }))
+            const carryOver = text.trim() === ""
+              ? {}
+              : yield* Effect.mapError(decodeCarryOver(text), (e) =>
+                new InvalidInput({ message: `invalid carry-over: ${ParseResult.TreeFormatter.formatErrorSync(e)}` }))
+            yield* backend.cancel(path.id, carryOver)
+          }))))
+
+const health = HttpApiBuilder.group(BatonApi, "health", (handlers) =>
+  Effect.succeed(handlers.handle("healthz", () => Effect.succeed({ status: "ok" as const }))))
+
+/** Every endpoint's handler: thin calls into the Backend service. */
+export const handlersLayer = (context: HandlerContext) => Layer.mergeAll(conversations, runs(context), health)

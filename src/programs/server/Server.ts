@@ -1,0 +1,157 @@
+import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
+import * as HttpApiSwagger from "@effect/platform/HttpApiSwagger"
+import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
+import { Clock, Context, Data, Deferred, Effect, Exit, FiberId, FiberMap, Layer, Option, Redacted, Ref, Stream } from "effect"
+import * as Http from "node:http"
+import type { Chunk } from "../../domain/Events.js"
+import type { RunId } from "../../domain/Ids.js"
+import { Backend } from "../../services/Backend.js"
+import { BatonApi } from "../../services/backend/HttpApi.js"
+import { gateLayer, isLoopbackHost } from "./Auth.js"
+import { handlersLayer } from "./Handlers.js"
+
+export const DEFAULT_HOST = "127.0.0.1"
+export const DEFAULT_PORT = 8283
+
+export interface ServeOptions {
+  /** Default 127.0.0.1. Any non-loopback address requires a token. */
+  readonly host?: string
+  /** Default 8283; 0 picks a free port (read it from BatonServer). */
+  readonly port?: number
+  /** Enables bearer auth on every endpoint except /healthz (`--token` / `BATON_TOKEN`). */
+  readonly token?: Redacted.Redacted<string> | undefined
+  /** SSE heartbeat period; default 15 s. */
+  readonly heartbeatMs?: number
+  /** How long shutdown waits for active runs to reach a stop reason; default 10 s. */
+  readonly drainTimeoutMs?: number
+}
+
+/** Why `baton serve` could not start; `message` is meant for the user as it is. */
+export class ServerStartError extends Data.TaggedError("ServerStartError")<{
+  readonly reason: "insecure_bind" | "empty_token" | "listen"
+  readonly message: string
+}> {}
+
+/** The running server's bound address. */
+export class BatonServer extends Context.Tag("baton/Server")<BatonServer, {
+  readonly host: string
+  readonly port: number
+  /** Base URL for `layerRemote`, e.g. `http://127.0.0.1:8283`. */
+  readonly url: string
+}>() {}
+
+// Shutdown bounds are real time, whatever clock the runs use.
+const realClock = Clock.make()
+
+const withinMs = <A, E, R>(ms: number, effect: Effect.Effect<A, E, R>) =>
+  effect.pipe(Effect.interruptible, Effect.timeoutOption(ms), Effect.withClock(realClock))
+
+const urlOf = (host: string, port: number) => `http://${host.includes(":") ? `[${host}]` : host}:${port}`
+
+/**
+ * Responses not finished yet (a stream counts until its last byte). Shutdown closes the sockets once
+ * there are none: whatever is left then is idle, or a spare connection that never carried a request.
+ */
+const openResponses = (server: Http.Server) => {
+  let open = 0
+  let waiter: Deferred.Deferred<void> | undefined
+  server.on("request", (_request, response) => {
+    open++
+    response.once("close", () => {
+      if (--open === 0 && waiter !== undefined) Deferred.unsafeDone(waiter, Exit.void)
+    })
+  })
+  return {
+    done: Effect.suspend(() => {
+      waiter = Deferred.unsafeMake<void>(FiberId.none)
+      if (open === 0) Deferred.unsafeDone(waiter, Exit.void)
+      return Deferred.await(waiter)
+    })
+  }
+}
+
+const make = (options: ServeOptions) =>
+  Effect.gen(function*() {
+    const host = options.host ?? DEFAULT_HOST
+    const port = options.port ?? DEFAULT_PORT
+    const token = options.token
+    if (token !== undefined && Redacted.value(token).length === 0) {
+      return yield* new ServerStartError({ reason: "empty_token", message: "the bearer token must not be empty" })
+    }
+    if (token === undefined && !isLoopbackHost(host)) {
+      return yield* new ServerStartError({
+        reason: "insecure_bind",
+        message: `refusing to listen on ${host} without a token: anyone who can reach it could run models and read conversations. ` +
+          "Set --token or BATON_TOKEN, or bind 127.0.0.1."
+      })
+    }
+    const backend = yield* Backend
+    const scope = yield* Effect.scope
+    const drainTimeoutMs = options.drainTimeoutMs ?? 10_000
+    const draining = yield* Ref.make(false)
+    const closing = yield* Deferred.make<void>()
+    // One follower per run started here, draining it to its stop reason: what shutdown waits for.
+    const followers = yield* FiberMap.make<RunId, void, never>()
+    const track = (first: Chunk) =>
+      first.type === "stop_reason"
+        ? Effect.void
+        : Effect.asVoid(FiberMap.run(
+          followers,
+          first.run_id,
+          Stream.runDrain(backend.streamRun(first.run_id, { after: first.seq })).pipe(
+            Effect.catchAllCause((cause) => Effect.logWarning(`lost track of run ${first.run_id}`, cause))
+          ),
+          { onlyIfMissing: true }
+        ))
+
+    const nodeServer = Http.createServer()
+    const responses = openResponses(nodeServer)
+    const app = HttpApiBuilder.serve().pipe(
+      Layer.provide(HttpApiSwagger.layer({ path: "/docs" })),
+      Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/openapi.json" })),
+      Layer.provide(gateLayer({ token, draining })),
+      Layer.provide(HttpApiBuilder.api(BatonApi).pipe(
+        Layer.provide(handlersLayer({
+          sse: { heartbeatMs: options.heartbeatMs ?? 15_000, closing: Deferred.await(closing) },
+          track
+        }))
+      )),
+      Layer.provide(NodeHttpServer.layer(() => nodeServer, { host, port })),
+      Layer.provide(Layer.succeed(Backend, backend))
+    )
+    yield* Layer.buildWithScope(app, scope).pipe(
+      Effect.mapError((e) => new ServerStartError({ reason: "listen", message: `cannot listen on ${host}:${port}: ${String(e.cause)}` }))
+    )
+
+    // Added after the server's own finalizers, so it runs before them: drain first, then close.
+    yield* Effect.addFinalizer(() =>
+      Effect.gen(function*() {
+        yield* Ref.set(draining, true)
+        const closed = yield* Deferred.make<void>()
+        nodeServer.close(() => Deferred.unsafeDone(closed, Exit.void))
+        // Runs reach their stop reason, then their streams deliver it and end by themselves.
+        const drained = yield* withinMs(drainTimeoutMs, Effect.zipRight(FiberMap.awaitEmpty(followers), responses.done))
+        if (Option.isNone(drained)) {
+          const left = yield* FiberMap.size(followers)
+          yield* Effect.logWarning(`${left} run(s) still active after ${drainTimeoutMs} ms; the next start closes them as failed`)
+        }
+        yield* Deferred.succeed(closing, undefined)
+        yield* withinMs(1_000, responses.done)
+        nodeServer.closeAllConnections()
+        yield* withinMs(1_000, Deferred.await(closed))
+      })
+    )
+
+    const address = nodeServer.address()
+    const bound = typeof address === "object" && address !== null ? address.port : port
+    return BatonServer.of({ host, port: bound, url: urlOf(host, bound) })
+  })
+
+/**
+ * `baton serve`: the conversation actors of a Backend behind HTTP + SSE (see BackendHttpApi).
+ * Closing the layer (SIGTERM in the CLI) stops accepting, lets active runs reach a stop reason for
+ * up to `drainTimeoutMs`, ends the open streams and closes the listener; runs still active are left
+ * to the local backend's start-up rule (closed as failed).
+ */
+export const serve = (options: ServeOptions = {}): Layer.Layer<BatonServer, ServerStartError, Backend> =>
+  Layer.scoped(BatonServer, make(options))

@@ -1,0 +1,44 @@
+import { Effect, Ref } from "effect"
+import type { ApprovalDecision, Decision } from "../../domain/Events.js"
+import type { ToolCall } from "../../domain/Messages.js"
+import { type Classification, classify, type CompiledRules, grantFor, type Rule } from "../../domain/Permissions.js"
+
+/** What the approver is asked: the call, what the rules said, and what "allow always" would grant. */
+export interface ApprovalRequest {
+  readonly call: ToolCall
+  readonly classification: Classification
+  readonly grant: Rule
+}
+
+/** A person (or a program) deciding one call. Asked once per call, one call at a time, in call order. */
+export type Approver = (request: ApprovalRequest) => Effect.Effect<Decision>
+
+export interface Gate {
+  /** Decides one call: rules and grants first, then the approver, else the conservative default. */
+  readonly decide: (call: ToolCall, approver: Approver | undefined) => Effect.Effect<ApprovalDecision>
+  readonly grants: Effect.Effect<ReadonlyArray<Rule>>
+}
+
+export const makeGate = (rules: CompiledRules, workspace: string): Effect.Effect<Gate> =>
+  Effect.map(Ref.make<ReadonlyArray<Rule>>([]), (grants) => ({
+    grants: Ref.get(grants),
+    decide: (call, approver) =>
+      Effect.gen(function*() {
+        const classification = classify(call, rules, yield* Ref.get(grants), workspace)
+        const base = { type: "approval_decision" as const, tool_call_id: call.tool_call_id }
+        const rule = classification.rule !== undefined ? { rule: classification.rule } : {}
+        if (classification.verdict !== "ask") {
+          return { ...base, decision: classification.verdict, source: classification.source === "session" ? "session" : "rule", ...rule } as const
+        }
+        if (approver === undefined) {
+          return { ...base, decision: "deny", source: "default", reason: "no approver: calls that need approval are denied" } as const
+        }
+        const grant = grantFor(call)
+        const decision = yield* approver({ call, classification, grant })
+        if (decision === "allow_always") {
+          yield* Ref.update(grants, (current) => [...current, grant])
+          return { ...base, decision, source: "user", rule: grant.text } as const
+        }
+        return { ...base, decision, source: "user" } as const
+      })
+  }))

@@ -1,0 +1,158 @@
+import { Effect, Either, Exit, Fiber, FiberSet, Mailbox, Option, Ref, type Scope, Stream } from "effect"
+import * as Path from "node:path"
+import type { ConversationSettingsInput } from "../../domain/Conversation.js"
+import type { BackendError, ConfigError } from "../../domain/Errors.js"
+import { InvalidInput } from "../../domain/Errors.js"
+import type { TaskEvent } from "../../domain/Events.js"
+import { type ConversationId, Otid } from "../../domain/Ids.js"
+import type { UserMessage } from "../../domain/Messages.js"
+import { parseRules } from "../../domain/Permissions.js"
+import type { ThinkingLevel } from "../../domain/ProviderEvent.js"
+import { DEFAULT_MAX_TURNS, emptyRules, type PermissionRules } from "../../domain/Settings.js"
+import type { Compactability } from "../../domain/Compaction.js"
+import { Backend } from "../../services/Backend.js"
+import { ToolExecutor } from "../../services/ToolExecutor.js"
+import { type Approver, makeGate } from "./ApprovalGate.js"
+import { interruptTask } from "./Interrupt.js"
+import { runTaskLoop } from "./Task.js"
+import { initialTaskState } from "./TaskState.js"
+
+export type SessionError = BackendError
+
+export interface SessionConfig {
+  readonly conversationId?: ConversationId
+  readonly rules?: PermissionRules
+  readonly approver?: Approver
+  /** Settings for a conversation this session creates (tools come from the workspace's executor). */
+  readonly settings?: Omit<ConversationSettingsInput, "tools" | "workspace">
+  readonly title?: string
+}
+
+export interface RunOptions {
+  readonly approver?: Approver
+  readonly maxTurns?: number
+  readonly thinking?: ThinkingLevel
+}
+
+/**
+ * One conversation driven from a workspace: `run` streams a whole task (every run until the model
+ * answers without a tool call), asking the approver and executing tools on the ToolExecutor.
+ * It talks only to the Backend and the ToolExecutor, so it works the same over any backend.
+ */
+export interface Session {
+  readonly conversationId: ConversationId
+  readonly run: (prompt: string | ReadonlyArray<string>, options?: RunOptions) => Stream.Stream<TaskEvent, SessionError>
+  /** Queues text for the running task; false when no task runs. */
+  readonly steer: (text: string) => Effect.Effect<boolean>
+  /** Stops the running task now: tools interrupted, run cancelled, carry-over recorded for the next task. */
+  readonly interrupt: Effect.Effect<void>
+  readonly skipReconnectWait: Effect.Effect<void, SessionError>
+  /** The last few messages, for a resumed screen. */
+  readonly backfill: ReturnType<Backend["Type"]["backfill"]>
+  readonly isRunning: Effect.Effect<boolean>
+  /** Manual compaction (`/compact`): the conversation's one active job while it runs. */
+  readonly compact: Stream.Stream<TaskEvent, SessionError>
+  readonly compactability: Effect.Effect<Compactability, SessionError>
+  /** A one-shot title for the conversation (not in its history). */
+  readonly generateTitle: Effect.Effect<string, SessionError>
+}
+
+const newOtid = Effect.sync(() => Otid.make(crypto.randomUUID()))
+
+export const DEFAULT_SYSTEM_PROMPT = [
+  "You are Baton, a careful coding agent working in the user's workspace.",
+  "Use the tools to read, search and change files and to run commands; every call may need the user's approval.",
+  "Read a file before you edit it. Prefer small, verifiable steps, and say plainly what you did and what is left."
+].join("\n")
+
+export const open = (config: SessionConfig = {}): Effect.Effect<Session, BackendError | ConfigError, Backend | ToolExecutor | Scope.Scope> =>
+  Effect.gen(function*() {
+    const backend = yield* Backend
+    const executor = yield* ToolExecutor
+    const rules = yield* Either.match(parseRules(config.rules ?? emptyRules), { onLeft: Effect.fail, onRight: Effect.succeed })
+    const workspace = executor.workspace
+    // The executor resolves symlinks in these itself (its confinement rule), so plain paths suffice here.
+    const allowedRoots = rules.additionalDirectories.map((dir) => Path.resolve(workspace, dir))
+    const conversation = config.conversationId !== undefined
+      ? yield* backend.getConversation(config.conversationId)
+      : yield* backend.createConversation(
+        { system_prompt: DEFAULT_SYSTEM_PROMPT, ...config.settings, tools: executor.definitions, workspace },
+        config.title !== undefined ? { title: config.title } : undefined
+      )
+    if (JSON.stringify(conversation.settings.tools) !== JSON.stringify(executor.definitions)) {
+      yield* backend.updateConversation(conversation.id, { settings: { ...conversation.settings, tools: executor.definitions } })
+    }
+    const gate = yield* makeGate(rules, workspace)
+    const steering = yield* Ref.make<Option.Option<ReadonlyArray<string>>>(Option.none())
+    const current = yield* Ref.make<Option.Option<Fiber.RuntimeFiber<void, SessionError>>>(Option.none())
+    // Cancels outlive the task that started them; closing the session waits for them, never drops them.
+    const cancels = yield* FiberSet.make()
+    yield* Effect.addFinalizer(() => FiberSet.awaitEmpty(cancels))
+
+    const run: Session["run"] = (prompt, options) =>
+      Stream.unwrapScoped(
+        Effect.gen(function*() {
+          if (Option.isSome(yield* Ref.get(current))) {
+            return yield* new InvalidInput({ message: "a task is already running in this session; steer it or interrupt it" })
+          }
+          const out = yield* Mailbox.make<TaskEvent, SessionError>()
+          const state = yield* Ref.make(initialTaskState)
+          const texts = typeof prompt === "string" ? [prompt] : prompt
+          const messages = yield* Effect.forEach(texts, (content) =>
+            Effect.map(newOtid, (otid): UserMessage => ({ type: "user_message", content, otid })))
+          yield* Ref.set(steering, Option.some([]))
+          const emit = (events: ReadonlyArray<TaskEvent>) => Effect.asVoid(out.offerAll(events))
+          const deps = {
+            backend,
+            executor,
+            gate,
+            conversationId: conversation.id,
+            approver: options?.approver ?? config.approver,
+            maxTurns: options?.maxTurns ?? DEFAULT_MAX_TURNS,
+            thinking: options?.thinking,
+            executeOptions: { allowedRoots },
+            emit,
+            otid: newOtid,
+            state,
+            drainSteering: Ref.modify(steering, (queue) => [Option.getOrElse(queue, () => []), Option.map(queue, () => [])]),
+            drainOrClose: Ref.modify(steering, (queue): [ReadonlyArray<string>, Option.Option<ReadonlyArray<string>>] => {
+              const texts = Option.getOrElse(queue, () => [])
+              return texts.length === 0 ? [[], Option.none()] : [texts, Option.some([])]
+            })
+          }
+          const fiber = yield* emit(messages).pipe(
+            Effect.zipRight(runTaskLoop(deps, messages)),
+            Effect.onInterrupt(() =>
+              interruptTask(deps, (carryOver) =>
+                FiberSet.run(cancels, backend.cancel(conversation.id, carryOver).pipe(
+                  Effect.catchAllCause((cause) => Effect.logWarning("could not record the interrupted task", cause))
+                )))
+            ),
+            Effect.onExit((exit) =>
+              Effect.zipRight(
+                Effect.zipRight(Ref.set(steering, Option.none()), Ref.set(current, Option.none())),
+                Exit.isFailure(exit) && !Exit.isInterrupted(exit) ? out.failCause(exit.cause) : out.end
+              )
+            ),
+            Effect.forkScoped
+          )
+          yield* Ref.set(current, Option.some(fiber))
+          return Mailbox.toStream(out)
+        })
+      )
+
+    return {
+      conversationId: conversation.id,
+      run,
+      steer: (text) =>
+        Ref.modify(steering, (queue) =>
+          Option.isSome(queue) ? [true, Option.some([...queue.value, text])] : [false, queue]),
+      interrupt: Effect.flatMap(Ref.get(current), Option.match({ onNone: () => Effect.void, onSome: (fiber) => Effect.asVoid(Fiber.interrupt(fiber)) })),
+      skipReconnectWait: backend.skipReconnectWait(conversation.id),
+      backfill: backend.backfill(conversation.id),
+      isRunning: Effect.map(Ref.get(current), Option.isSome),
+      compact: backend.compact(conversation.id, "manual"),
+      compactability: backend.compactability(conversation.id),
+      generateTitle: backend.generateTitle(conversation.id)
+    } satisfies Session
+  })

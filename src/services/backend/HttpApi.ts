@@ -1,0 +1,212 @@
+import * as HttpApi from "@effect/platform/HttpApi"
+import * as HttpApiEndpoint from "@effect/platform/HttpApiEndpoint"
+import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
+import * as HttpApiSchema from "@effect/platform/HttpApiSchema"
+import * as OpenApi from "@effect/platform/OpenApi"
+import { Schema, SchemaAST as AST } from "effect"
+import { Conversation, ConversationSettings } from "../../domain/Conversation.js"
+import { ApprovalDecision, CompactionReason, TaskEvent } from "../../domain/Events.js"
+import { ConversationId, MessageId, RunId } from "../../domain/Ids.js"
+import { InputMessage, ToolCall, ToolReturn } from "../../domain/Messages.js"
+import { ThinkingLevel } from "../../domain/ProviderEvent.js"
+import {
+  ApprovalPendingJson,
+  ConversationBusyJson,
+  InvalidInputJson,
+  InvalidToolCallIdsJson,
+  ModelCallFailedJson,
+  NotFoundJson,
+  StoreFailedJson,
+  StoreUnavailableJson,
+  UnauthorizedJson,
+  UnavailableJson
+} from "./HttpErrors.js"
+
+/**
+ * The HTTP API of `baton serve`, shared by the server (handlers) and `layerRemote` (the derived client).
+ * Run streams are `text/event-stream`: HttpApi v3 has no SSE schema, so they are declared as an empty 200
+ * and the handler returns a raw streaming response (research/effect3-verified.md §6). Each SSE event's
+ * `data:` is one chunk as `TaskEvent` encodes it and its `id:` is `<runId>:<seq>`.
+ */
+
+const Int = Schema.NumberFromString.pipe(Schema.int())
+const NonNegativeInt = Int.pipe(Schema.nonNegative())
+
+const EventStream = Schema.Void.annotations({
+  ...HttpApiSchema.annotations({ status: 200 }),
+  description: "text/event-stream: one chunk (TaskEvent JSON) per event, id `<runId>:<seq>`, ending with its stop_reason; `: heartbeat` comments every 15 s by default"
+})
+
+const ConversationPath = Schema.Struct({ id: ConversationId })
+
+// Named, so the OpenAPI document shows them once as components.
+const ConversationJson = Conversation.annotations({ identifier: "Conversation" })
+const TaskEventJson = TaskEvent.annotations({ identifier: "TaskEvent" })
+const ToolCallJson = ToolCall.annotations({ identifier: "ToolCall" })
+
+export const ConversationPage = Schema.Struct({
+  items: Schema.Array(ConversationJson),
+  next: Schema.optionalWith(Schema.String, { exact: true })
+})
+
+const snake = <S extends Schema.Schema.Any>(schema: S, key: string) => Schema.propertySignature(schema).pipe(Schema.fromKey(key))
+
+/** A recorded item (Store.StoredItem) with snake_case keys on the wire. */
+export const StoredItemJson = Schema.Struct({
+  id: MessageId,
+  conversationId: snake(ConversationId, "conversation_id"),
+  position: Schema.Int,
+  segment: Schema.Int,
+  inContext: snake(Schema.Boolean, "in_context"),
+  inTrace: snake(Schema.Boolean, "in_trace"),
+  item: TaskEventJson,
+  createdAt: snake(Schema.Int, "created_at")
+}).annotations({ identifier: "StoredItem" })
+
+/** Backend.SendInput. */
+export const SendInputJson = Schema.Struct({
+  messages: Schema.Array(InputMessage),
+  events: Schema.optionalWith(Schema.Array(ApprovalDecision), { exact: true }),
+  thinking: Schema.optionalWith(ThinkingLevel, { exact: true })
+})
+
+/** Backend.CarryOver; the whole body may be omitted. */
+export const CarryOverJson = Schema.Struct({
+  results: Schema.optionalWith(Schema.Array(ToolReturn), { exact: true }),
+  turnAborted: Schema.optionalWith(Schema.String, { exact: true }).pipe(Schema.fromKey("turn_aborted")),
+  events: Schema.optionalWith(Schema.Array(ApprovalDecision), { exact: true }),
+  abort: Schema.optionalWith(Schema.Boolean, { exact: true })
+})
+
+const conversations = HttpApiGroup.make("conversations")
+  .add(
+    HttpApiEndpoint.post("create", "/v1/conversations")
+      .setPayload(Schema.Struct({ settings: ConversationSettings, title: Schema.optionalWith(Schema.String, { exact: true }) }))
+      .addSuccess(ConversationJson, { status: 201 })
+  )
+  .add(
+    HttpApiEndpoint.get("list", "/v1/conversations")
+      .setUrlParams(Schema.Struct({
+        limit: Schema.optionalWith(Int, { exact: true }),
+        before: Schema.optionalWith(Schema.String, { exact: true })
+      }))
+      .addSuccess(ConversationPage)
+  )
+  .add(HttpApiEndpoint.get("get", "/v1/conversations/:id").setPath(ConversationPath).addSuccess(ConversationJson))
+  .add(
+    HttpApiEndpoint.patch("update", "/v1/conversations/:id")
+      .setPath(ConversationPath)
+      .setPayload(Schema.Struct({
+        settings: Schema.optionalWith(ConversationSettings, { exact: true }),
+        title: Schema.optionalWith(Schema.String, { exact: true })
+      }))
+      .addSuccess(ConversationJson)
+  )
+  .add(
+    HttpApiEndpoint.get("pendingApprovals", "/v1/conversations/:id/pending-approvals")
+      .setPath(ConversationPath)
+      .addSuccess(Schema.Array(ToolCallJson))
+  )
+  .add(
+    HttpApiEndpoint.get("history", "/v1/conversations/:id/messages")
+      .setPath(ConversationPath)
+      .setUrlParams(Schema.Struct({
+        before: Schema.optionalWith(Int, { exact: true }),
+        after: Schema.optionalWith(Int, { exact: true }),
+        limit: Schema.optionalWith(Int, { exact: true })
+      }))
+      .addSuccess(Schema.Array(StoredItemJson))
+  )
+  .add(HttpApiEndpoint.get("backfill", "/v1/conversations/:id/backfill").setPath(ConversationPath).addSuccess(Schema.Array(StoredItemJson)))
+  .add(HttpApiEndpoint.post("skipReconnectWait", "/v1/conversations/:id/skip-reconnect-wait").setPath(ConversationPath))
+  .add(
+    HttpApiEndpoint.get("compactability", "/v1/conversations/:id/compactability")
+      .setPath(ConversationPath)
+      .addSuccess(Schema.Struct({ compactability: Schema.Literal("ok", "unsupported", "empty", "just_compacted") }))
+  )
+  .add(
+    HttpApiEndpoint.post("generateTitle", "/v1/conversations/:id/title")
+      .setPath(ConversationPath)
+      .addSuccess(Schema.Struct({ title: Schema.String }))
+  )
+  .add(
+    HttpApiEndpoint.get("trace", "/v1/conversations/:id/trace/:segment")
+      .setPath(Schema.Struct({ id: ConversationId, segment: Int }))
+      .addSuccess(HttpApiSchema.Text({ contentType: "application/x-ndjson" }))
+  )
+
+const runs = HttpApiGroup.make("runs")
+  .add(
+    HttpApiEndpoint.post("send", "/v1/conversations/:id/messages")
+      .setPath(ConversationPath)
+      .setPayload(SendInputJson)
+      .addSuccess(EventStream)
+  )
+  .add(
+    HttpApiEndpoint.post("compact", "/v1/conversations/:id/compact")
+      .setPath(ConversationPath)
+      .setPayload(Schema.Struct({ reason: CompactionReason }))
+      .addSuccess(EventStream)
+  )
+  .add(HttpApiEndpoint.post("cancel", "/v1/conversations/:id/cancel").setPath(ConversationPath).setPayload(CarryOverJson))
+  .add(
+    HttpApiEndpoint.get("stream", "/v1/runs/:id/stream")
+      .setPath(Schema.Struct({ id: RunId }))
+      .setUrlParams(Schema.Struct({ after: Schema.optionalWith(NonNegativeInt, { exact: true }) }))
+      .setHeaders(Schema.Struct({ "last-event-id": Schema.optionalWith(Schema.String, { exact: true }) }))
+      .addSuccess(EventStream)
+  )
+
+const health = HttpApiGroup.make("health").add(
+  HttpApiEndpoint.get("healthz", "/healthz").addSuccess(Schema.Struct({ status: Schema.Literal("ok") }))
+)
+
+const SSE_OPERATIONS: ReadonlySet<string> = new Set(["runs.send", "runs.compact", "runs.stream"])
+const PUBLIC_OPERATIONS: ReadonlySet<string> = new Set(["health.healthz"])
+
+/**
+ * What HttpApi v3 cannot declare: the bearer scheme (checked by the server's gate, not per endpoint)
+ * and the `text/event-stream` bodies of the run streams.
+ */
+type Json = Record<string, unknown>
+const isJson = (u: unknown): u is Json => typeof u === "object" && u !== null && !Array.isArray(u)
+const entries = (u: unknown): ReadonlyArray<Json> => (isJson(u) ? Object.values(u).filter(isJson) : [])
+
+const documentProtocol = (spec: Json): Json => {
+  for (const item of entries(spec.paths)) {
+    for (const operation of entries(item)) {
+      const id = String(operation.operationId)
+      operation.security = PUBLIC_OPERATIONS.has(id) ? [] : [{ bearer: [] }]
+      if (SSE_OPERATIONS.has(id) && isJson(operation.responses)) {
+        operation.responses["200"] = {
+          description: EventStream.ast.annotations[AST.DescriptionAnnotationId],
+          content: { "text/event-stream": { schema: { type: "string" } } }
+        }
+      }
+    }
+  }
+  const components = isJson(spec.components) ? spec.components : {}
+  return { ...spec, components: { ...components, securitySchemes: { bearer: { type: "http", scheme: "bearer" } } } }
+}
+
+export class BatonApi extends HttpApi.make("baton")
+  .add(conversations)
+  .add(runs)
+  .add(health)
+  .addError(ConversationBusyJson)
+  .addError(ApprovalPendingJson)
+  .addError(InvalidToolCallIdsJson)
+  .addError(NotFoundJson)
+  .addError(InvalidInputJson)
+  .addError(UnauthorizedJson)
+  .addError(UnavailableJson)
+  .addError(ModelCallFailedJson)
+  .addError(StoreUnavailableJson)
+  .addError(StoreFailedJson)
+  .annotateContext(OpenApi.annotations({
+    title: "Baton",
+    version: "0.1.0",
+    description: "The conversation backend of `baton serve`. With a token, every endpoint but /healthz needs `Authorization: Bearer <token>`.",
+    transform: (spec) => documentProtocol(spec)
+  }))
+{}

@@ -1,0 +1,29 @@
+import type { FinishReason, ProviderEvent } from "../../domain/ProviderEvent.js"
+
+/** Helpers shared by the wire decoders: event constructors with the invariants the Schema asserts. */
+
+const count = (n: number | null | undefined): number => (n == null || !Number.isFinite(n) ? 0 : Math.max(0, Math.round(n)))
+
+export const usageEvent = (u: {
+  readonly input: number | null | undefined
+  readonly output: number | null | undefined
+  readonly cached?: number | null | undefined
+  readonly total?: number | null | undefined
+}): ProviderEvent => {
+  const inputTokens = count(u.input)
+  const outputTokens = count(u.output)
+  return {
+    _tag: "Usage",
+    inputTokens,
+    outputTokens,
+    cachedInputTokens: count(u.cached),
+    totalTokens: u.total == null ? inputTokens + outputTokens : count(u.total)
+  }
+}
+
+export const finishEvent = (reason: FinishReason): ProviderEvent => ({ _tag: "Finish", reason })
+
+export const textDelta = (text: string): ReadonlyArray<ProviderEvent> => (text === "" ? [] : [{ _tag: "TextDelta", text }])
+
+export const reasoningDelta = (text: string): ReadonlyArray<ProviderEvent> =>
+  text === "" ? [] : [{ _tag: "ReasoningDelta", text }]

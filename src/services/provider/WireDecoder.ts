@@ -1,0 +1,98 @@
+import { type Chunk, Effect, Either, Option, Stream } from "effect"
+import type { ProviderError } from "../../domain/ProviderError.js"
+import { ProviderMalformed, ProviderTimeout } from "../../domain/ProviderError.js"
+import type { ProviderEvent } from "../../domain/ProviderEvent.js"
+import type { SseEvent } from "../Sse.js"
+
+/**
+ * The byte-level half of every live Provider above SSE framing (services/Sse.ts): first-byte / stall
+ * timeouts, and the driver that runs a wire decoder so that every event is accounted for.
+ */
+
+export interface Timeouts {
+  /** From sending the request until the first body byte (covers connect, headers and the model's first token). */
+  readonly firstByteMs: number
+  /** Longest silence between two body chunks once bytes flow. */
+  readonly stallMs: number
+}
+
+/**
+ * Fails with ProviderTimeout when a pull takes too long: the first pull (which, for a stream built with
+ * `Stream.unwrapScoped`, includes sending the request) gets `firstByteMs`, every later one `stallMs`.
+ * Raw byte chunks count as liveness, so SSE comments used as keep-alives (OpenRouter) keep a stream alive.
+ */
+export const withTimeouts = (timeouts: Timeouts, provider: string) =>
+<A, E, R>(self: Stream.Stream<A, E, R>): Stream.Stream<A, E | ProviderTimeout, R> =>
+  Stream.unwrapScoped(Effect.gen(function*() {
+    const pull = yield* Stream.toPull(self)
+    let started = false
+    return Stream.repeatEffectChunkOption(Effect.suspend((): Effect.Effect<Chunk.Chunk<A>, Option.Option<E | ProviderTimeout>, R> => {
+      const phase = started ? "stall" : "first_byte"
+      const afterMs = started ? timeouts.stallMs : timeouts.firstByteMs
+      return pull.pipe(
+        Effect.timeoutFail({
+          duration: afterMs,
+          onTimeout: () =>
+            Option.some(
+              new ProviderTimeout({
+                phase,
+                afterMs,
+                message: phase === "first_byte"
+                  ? `${provider}: no response within ${afterMs} ms`
+                  : `${provider}: stream stalled, nothing received for ${afterMs} ms`
+              })
+            )
+        }),
+        Effect.tap((chunk) => {
+          if (chunk.length > 0) started = true
+        })
+      )
+    }))
+  }))
+
+/** What a decoder makes of one SSE event: events to emit, and whether it was the terminal event. */
+export interface DecodeStep {
+  readonly events: ReadonlyArray<ProviderEvent>
+  readonly done: boolean
+}
+
+export const step = (events: ReadonlyArray<ProviderEvent>, done = false): DecodeStep => ({ events, done })
+
+/** A stateful wire decoder, made fresh for each stream. */
+export interface WireDecoder {
+  readonly onEvent: (event: SseEvent) => Either.Either<DecodeStep, ProviderError>
+  /** Name of the terminal event, for the truncation message. */
+  readonly terminal: string
+}
+
+/**
+ * Runs a decoder over SSE events: stops reading at the terminal event, and fails with
+ * ProviderMalformed{truncated} when the body ends before it.
+ */
+export const runDecoder = (provider: string, make: () => WireDecoder) =>
+<E, R>(events: Stream.Stream<SseEvent, E, R>): Stream.Stream<ProviderEvent, E | ProviderError, R> =>
+  Stream.suspend(() => {
+    const decoder = make()
+    let done = false
+    return events.pipe(
+      Stream.mapEffect((event) => decoder.onEvent(event)),
+      Stream.takeUntil((s) => s.done),
+      Stream.tap((s) =>
+        Effect.sync(() => {
+          if (s.done) done = true
+        })
+      ),
+      Stream.mapConcat((s) => s.events),
+      Stream.concat(Stream.suspend(() =>
+        done ? Stream.empty : Stream.fail(
+          new ProviderMalformed({
+            reason: "truncated",
+            message: `${provider}: stream ended before ${decoder.terminal}`
+          })
+        )
+      ))
+    )
+  })
+
+export const undecodable = (provider: string, what: string) =>
+  Either.left(new ProviderMalformed({ reason: "undecodable_event", message: `${provider}: ${what}` }))

@@ -1,0 +1,102 @@
+import { Clock, Effect, ParseResult, Schema } from "effect"
+import { randomUUID } from "node:crypto"
+import { type Conversation, ConversationSettings, type ConversationSettingsInput } from "../../domain/Conversation.js"
+import { busyWith, ChunkSeqError, NotFound, StoreError } from "../../domain/Errors.js"
+import { type Chunk, isChunk, isDelta, type TaskEvent, TaskEventFromJson } from "../../domain/Events.js"
+import type { ChunkCheckFailure } from "../../domain/ItemLog.js"
+import { ConversationId, RunId } from "../../domain/Ids.js"
+import type { Write } from "../../domain/History.js"
+import { activityOf, type Run } from "../../domain/Run.js"
+
+/**
+ * What every Store layer does the same way at its edges: ids, the exact JSON text an item is kept
+ * as, decoding it back, and the errors the port promises.
+ */
+
+/** Readable, prefixed, unguessable: `conv-…`, `run-…`, `msg-…`. */
+export const newId = (prefix: "conv" | "run" | "msg"): Effect.Effect<string> =>
+  Effect.sync(() => `${prefix}-${randomUUID()}`)
+
+/** The stored text of an item or chunk; exports hand it out byte for byte. */
+export const encodeEvent = (event: TaskEvent): Effect.Effect<string> =>
+  Schema.encode(TaskEventFromJson)(event).pipe(
+    Effect.orDieWith((e) => new Error(`Store: an item does not encode: ${ParseResult.TreeFormatter.formatErrorSync(e)}`))
+  )
+
+const corrupt = (path: string | undefined, what: string) =>
+  new StoreError({
+    reason: "corrupt",
+    ...(path === undefined ? {} : { path }),
+    message: `${what} in ${path ?? "the store"} does not decode; the database is damaged or was written by ` +
+      `another program. Baton changed nothing. Move the file aside to start fresh, or restore a backup.`
+  })
+
+export const decodeEvent = (body: string, path: string | undefined): Effect.Effect<TaskEvent, StoreError> =>
+  Schema.decode(TaskEventFromJson)(body).pipe(Effect.mapError(() => corrupt(path, "A stored item")))
+
+export const decodeChunk = (body: string, path: string | undefined): Effect.Effect<Chunk, StoreError> =>
+  decodeEvent(body, path).pipe(
+    Effect.filterOrFail(isChunk, () => corrupt(path, "A stored chunk"))
+  )
+
+/** Settings as given by a caller are already typed; a value that breaks a refinement is a bug. */
+const decodeSettings = (input: ConversationSettingsInput): Effect.Effect<ConversationSettings> =>
+  Schema.decode(ConversationSettings)(input).pipe(Effect.orDie)
+
+/** A new conversation: defaults filled in, a fresh id, stamped by the Clock. */
+export const makeConversation = (
+  input: ConversationSettingsInput,
+  options: { readonly title?: string } | undefined
+): Effect.Effect<Conversation> =>
+  Effect.gen(function*() {
+    const settings = yield* decodeSettings(input)
+    const id = ConversationId.make(yield* newId("conv"))
+    const now = yield* Clock.currentTimeMillis
+    return {
+      id,
+      ...(options?.title === undefined ? {} : { title: options.title }),
+      created_at: now,
+      updated_at: now,
+      settings
+    }
+  })
+
+export const encodeSettings = (settings: ConversationSettings): Effect.Effect<string> =>
+  Schema.encode(Schema.parseJson(ConversationSettings))(settings).pipe(Effect.orDie)
+
+export const decodeStoredSettings = (body: string, path: string | undefined): Effect.Effect<ConversationSettings, StoreError> =>
+  Schema.decode(Schema.parseJson(ConversationSettings))(body).pipe(
+    Effect.mapError(() => corrupt(path, "A conversation's settings"))
+  )
+
+/**
+ * Deltas never enter history: a write carrying one as an item is a bug in the caller, so it dies
+ * (before anything is written) rather than fail with a typed error nobody could handle.
+ */
+export const rejectDeltaItems = (write: Write): Effect.Effect<void> => {
+  const delta = write.items?.find((i) => isDelta(i.item))
+  return delta === undefined
+    ? Effect.void
+    : Effect.dieMessage(`Store.commit: ${delta.item.type} is a delta; deltas are stream-only, never items`)
+}
+
+export const conversationNotFound = (id: string) =>
+  new NotFound({ entity: "conversation", id, message: `No conversation ${id}` })
+
+/** Another run of this conversation is still running (here or in another process on the same file). */
+export const busyConflict = (id: ConversationId, active: Run) =>
+  busyWith(id, active.id, activityOf(active.kind))
+
+export const runNotFound = (id: string) => new NotFound({ entity: "run", id, message: `No run ${id}` })
+
+export const messageNotFound = (id: string) => new NotFound({ entity: "message", id, message: `No message ${id}` })
+
+export const chunkCheckError = (failure: ChunkCheckFailure): NotFound | ChunkSeqError =>
+  failure._tag === "UnknownRun"
+    ? new NotFound({ entity: "run", id: failure.runId, message: `No run ${failure.runId} in this conversation` })
+    : new ChunkSeqError({
+      runId: RunId.make(failure.runId),
+      expected: failure.expected,
+      got: failure.got,
+      message: `Run ${failure.runId}: expected chunk seq ${failure.expected}, got ${failure.got}`
+    })

@@ -1,0 +1,132 @@
+import type { SqlClient } from "@effect/sql/SqlClient"
+import { Clock, Effect, Schema } from "effect"
+import type { ConversationId } from "../../../domain/Ids.js"
+import { advanceOpenCalls, checkChunkSeqs, defaultFlags, isMessageType, type OpenCall } from "../../../domain/ItemLog.js"
+import {
+  chunkCheckError,
+  conversationNotFound,
+  encodeEvent,
+  newId,
+  rejectDeltaItems,
+  runNotFound
+} from "../Codec.js"
+import type { NewItem, Write } from "../../../domain/History.js"
+import { guard, retryBusy } from "./Failures.js"
+import type { Queries } from "./Queries.js"
+import { decodeRows, toStoredItems } from "./Rows.js"
+
+/** Rows per INSERT: 10 columns each stays far below SQLite's bound-parameter limit. */
+const BATCH = 400
+
+const OpenCallRow = Schema.Struct({ position: Schema.Int, tool_call_id: Schema.String })
+
+const batches = <A>(rows: ReadonlyArray<A>): ReadonlyArray<ReadonlyArray<A>> => {
+  const out: Array<ReadonlyArray<A>> = []
+  for (let i = 0; i < rows.length; i += BATCH) out.push(rows.slice(i, i + BATCH))
+  return out
+}
+
+type ItemInsert = {
+  readonly conversation_id: string
+  readonly position: number
+  readonly id: string
+  readonly segment: number
+  readonly in_context: 0 | 1
+  readonly in_trace: 0 | 1
+  readonly is_message: 0 | 1
+  readonly type: string
+  readonly body: string
+  readonly created_at: number
+}
+
+/** One logical write in one transaction: items, open calls, chunks, run seqs and finish, or none of it. */
+export const makeCommit = (sql: SqlClient, q: Queries, path: string) => {
+  /** Keeps `open_calls` equal to the pure rule applied over the segment so far. */
+  const updateOpenCalls = (id: ConversationId, newSegment: boolean, rows: ReadonlyArray<ItemInsert>, items: ReadonlyArray<NewItem>) =>
+    Effect.gen(function*() {
+      const touches = rows.some((r) => r.in_context === 1 && (r.type === "tool_call" || r.type === "tool_return"))
+      if (!touches) return
+      const current: ReadonlyArray<OpenCall> = newSegment
+        ? []
+        : (yield* q.openCalls(id).pipe(Effect.flatMap(decodeRows(OpenCallRow, path))))
+          .map((r) => ({ position: r.position, toolCallId: r.tool_call_id }))
+      const next = advanceOpenCalls(current, rows.map((r, i) => ({ position: r.position, inContext: r.in_context === 1, item: items[i]!.item })))
+      const kept = new Set(next.map((c) => c.position))
+      const had = new Set(current.map((c) => c.position))
+      const closed = current.filter((c) => !kept.has(c.position)).map((c) => c.position)
+      const opened = next.filter((c) => !had.has(c.position))
+      if (closed.length > 0) {
+        yield* sql`DELETE FROM open_calls WHERE conversation_id = ${id} AND position IN ${sql.in(closed)}`
+      }
+      for (const batch of batches(opened)) {
+        yield* sql`INSERT INTO open_calls ${
+          sql.insert(batch.map((c) => ({ conversation_id: id, position: c.position, tool_call_id: c.toolCallId })))
+        }`
+      }
+    })
+
+  return Effect.fn("Store.commit")(function*(write: Write) {
+    yield* rejectDeltaItems(write)
+    const id = write.conversationId
+    const items = write.items ?? []
+    const chunks = write.chunks ?? []
+    const finish = write.finishRun
+    const newSegment = write.newSegment === true
+    const now = yield* Clock.currentTimeMillis
+    const ids = yield* Effect.forEach(items, () => newId("msg"))
+    const bodies = yield* Effect.forEach(items, (i) => encodeEvent(i.item))
+    const chunkBodies = yield* Effect.forEach(chunks, encodeEvent)
+
+    const rows = yield* sql.withTransaction(Effect.gen(function*() {
+      // The first statement writes, so the transaction holds the write lock from its start and
+      // cannot fail later with SQLITE_BUSY_SNAPSHOT against another process.
+      const [head] = yield* sql<{ readonly last_position: number; readonly segment: number }>`UPDATE conversations
+        SET updated_at = ${now},
+            touched = (SELECT coalesce(max(touched), 0) + 1 FROM conversations),
+            last_position = last_position + ${items.length},
+            segment = segment + ${newSegment ? 1 : 0}
+        WHERE id = ${id} RETURNING last_position, segment`
+      if (head === undefined) return yield* conversationNotFound(id)
+
+      const runIds = [...new Set([...chunks.map((c) => c.run_id), ...(finish === undefined ? [] : [finish.runId])])]
+      const seqs = runIds.length === 0 ? [] : yield* q.runSeqs(id, runIds)
+      const known = new Map(seqs.map((r) => [r.id, r.last_seq]))
+      const check = checkChunkSeqs(chunks, (runId) => known.get(runId))
+      if (check._tag !== "Ok") return yield* chunkCheckError(check)
+      if (finish !== undefined && !known.has(finish.runId)) return yield* runNotFound(finish.runId)
+
+      const first = head.last_position - items.length + 1
+      const rows = items.map((n, i): ItemInsert => {
+        const flags = defaultFlags(n.item, n.contextOnly, n.traceOnly)
+        return {
+          conversation_id: id,
+          position: first + i,
+          id: ids[i]!,
+          segment: head.segment,
+          in_context: flags.inContext ? 1 : 0,
+          in_trace: flags.inTrace ? 1 : 0,
+          is_message: isMessageType(n.item.type) ? 1 : 0,
+          type: n.item.type,
+          body: bodies[i]!,
+          created_at: now
+        }
+      })
+      if (newSegment) yield* sql`DELETE FROM open_calls WHERE conversation_id = ${id}`
+      for (const batch of batches(rows)) yield* sql`INSERT INTO items ${sql.insert(batch)}`
+      yield* updateOpenCalls(id, newSegment, rows, items)
+
+      const chunkRows = chunks.map((c, i) => ({ run_id: c.run_id, seq: c.seq, body: chunkBodies[i]! }))
+      for (const batch of batches(chunkRows)) yield* sql`INSERT INTO chunks ${sql.insert(batch)}`
+      for (const [runId, lastSeq] of check.lastSeqs) {
+        yield* sql`UPDATE runs SET last_seq = ${lastSeq}, updated_at = ${now} WHERE id = ${runId}`
+      }
+      if (finish !== undefined) {
+        yield* sql`UPDATE runs SET status = ${finish.status}, stop_reason = ${finish.stopReason}, updated_at = ${now}
+          WHERE id = ${finish.runId}`
+      }
+      return rows
+    })).pipe(retryBusy, guard(path))
+
+    return yield* toStoredItems(path)(rows)
+  })
+}

@@ -1,0 +1,196 @@
+import { Cause, Clock, Duration, Effect, Either, Exit, Fiber, Layer, Stream } from "effect"
+import * as Path from "node:path"
+import { ToolError } from "../../domain/Errors.js"
+import type { ToolCall } from "../../domain/Messages.js"
+import { type Confinement, confinePath, type ResourceKey, resourceKey } from "../../domain/ResourceKey.js"
+import { interruptedResult, type ToolResult } from "../../domain/Tools.js"
+import { realpathLongestPrefix, resolveWorkspace } from "./Workspace.js"
+import { builtinTools } from "./Builtin.js"
+import { makeFileState } from "./FileState.js"
+import { makeProcessRegistry, reapOrphans } from "./ProcessRegistry.js"
+import {
+  defaultToolLimits,
+  noProcessTracking,
+  type PreparedCall,
+  type Tool,
+  type ToolContext,
+  type ToolLimits,
+  type ToolOutput,
+  toDefinition,
+  truncateHead
+} from "./Tool.js"
+import { type ExecuteOptions, ToolExecutor } from "../ToolExecutor.js"
+import { unsafeMakeWorkspaceLocks } from "./WorkspaceLocks.js"
+
+export interface ToolExecutorOptions {
+  /** The workspace root; it must exist. */
+  readonly workspace: string
+  /** The tools to offer; the built-in coding tools when absent (tests pass fakes). */
+  readonly tools?: ReadonlyArray<Tool> | ((limits: ToolLimits) => ReadonlyArray<Tool>)
+  readonly limits?: Partial<ToolLimits>
+  /**
+   * A directory (e.g. under $BATON_HOME) where running shell groups are recorded. When given, the
+   * executor first kills the groups a crashed Baton process left there, then records its own.
+   */
+  readonly processRegistryDir?: string
+}
+
+interface Planned {
+  readonly tool: Tool
+  readonly prepared: PreparedCall
+  readonly key: ResourceKey
+}
+
+const parseArguments = (raw: string): Either.Either<unknown, string> => {
+  // Models send "" for a tool without arguments.
+  if (raw.trim() === "") return Either.right({})
+  try {
+    const value: unknown = JSON.parse(raw)
+    return Either.right(value)
+  } catch (cause) {
+    return Either.left(cause instanceof Error ? cause.message : String(cause))
+  }
+}
+
+const resultOf = (call: ToolCall, output: ToolOutput, durationMs: number): ToolResult => ({
+  tool_call_id: call.tool_call_id,
+  status: output.isError === true ? "error" : "success",
+  output: output.output,
+  ...(output.exit_code !== undefined ? { exit_code: output.exit_code } : {}),
+  ...(output.stdout !== undefined ? { stdout: output.stdout } : {}),
+  ...(output.stderr !== undefined ? { stderr: output.stderr } : {}),
+  duration_ms: durationMs
+})
+
+/**
+ * The result of a started call: its own result, or `interrupted` when its fiber was interrupted
+ * (the batch was aborted or its scope closed). `startedAtMs` lets an interrupted result carry
+ * how long the call had been going.
+ */
+export const awaitResult = (call: ToolCall, fiber: Fiber.Fiber<ToolResult>, startedAtMs?: number) =>
+  Effect.gen(function*() {
+    const exit = yield* Fiber.await(fiber)
+    if (Exit.isSuccess(exit)) return exit.value
+    const now = yield* Clock.currentTimeMillis
+    const duration = startedAtMs === undefined ? 0 : Math.max(0, now - startedAtMs)
+    if (Cause.isInterruptedOnly(exit.cause)) return interruptedResult(call.tool_call_id, duration)
+    return resultOf(call, { output: `internal error running ${call.name}: ${Cause.pretty(exit.cause)}`, isError: true }, duration)
+  })
+
+const startRegistry = (dir: string, limits: ToolLimits) =>
+  Effect.gen(function*() {
+    const reaped = yield* reapOrphans(dir, Duration.millis(limits.killGraceMs))
+    if (reaped.length > 0) yield* Effect.logWarning(`killed ${reaped.length} shell process group(s) left by a crashed run`)
+    return yield* makeProcessRegistry(dir)
+  })
+
+export const makeToolExecutor = (options: ToolExecutorOptions) =>
+  Effect.gen(function*() {
+    const workspace = yield* resolveWorkspace(options.workspace)
+    const limits: ToolLimits = { ...defaultToolLimits, ...options.limits }
+    const tools = typeof options.tools === "function" ? options.tools(limits) : options.tools ?? builtinTools(limits)
+    const byName = new Map(tools.map((tool) => [tool.name, tool]))
+    const locks = unsafeMakeWorkspaceLocks()
+    const files = makeFileState()
+    const processes = options.processRegistryDir === undefined
+      ? noProcessTracking
+      : yield* startRegistry(options.processRegistryDir, limits)
+
+    const confinementFor = (execution: ExecuteOptions | undefined): Confinement => ({
+      workspace,
+      allowedRoots: (execution?.allowedRoots ?? []).map((root) => realpathLongestPrefix(Path.resolve(workspace, root))),
+      realpath: realpathLongestPrefix
+    })
+
+    const plan = (call: ToolCall, confinement: Confinement): Either.Either<Planned, string> =>
+      Either.gen(function*() {
+        const tool = byName.get(call.name)
+        if (tool === undefined) {
+          return yield* Either.left(`Unknown tool "${call.name}". Available tools: ${[...byName.keys()].join(", ")}`)
+        }
+        const input = yield* Either.mapLeft(
+          parseArguments(call.arguments),
+          (reason) => `Invalid arguments for ${call.name}: they are not valid JSON (${reason}); send one JSON object matching the tool's schema`
+        )
+        const prepared = yield* tool.prepare(input)
+        const key = yield* Either.mapLeft(resourceKey(call.name, prepared.args, confinement), (e) => e.message)
+        return { tool, prepared, key }
+      })
+
+    const contextFor = (call: ToolCall, tool: Tool, confinement: Confinement): ToolContext => ({
+      callId: call.tool_call_id,
+      workspace,
+      resolvePath: (raw) =>
+        Either.match(confinePath(raw, confinement), {
+          onLeft: (e) => Effect.fail(new ToolError({ tool: tool.name, message: e.message })),
+          onRight: Effect.succeed
+        }),
+      isAllowed: (real) => Either.isRight(confinePath(real, { ...confinement, realpath: (p) => p })),
+      displayPath: (absolute) => {
+        const relative = Path.relative(workspace, absolute)
+        if (relative === "") return "."
+        return relative.startsWith("..") || Path.isAbsolute(relative) ? absolute : relative
+      },
+      files,
+      processes,
+      limits
+    })
+
+    const runPlanned = (call: ToolCall, planned: Planned, confinement: Confinement) =>
+      Effect.gen(function*() {
+        const began = yield* Clock.currentTimeMillis
+        const output = yield* planned.prepared.run(contextFor(call, planned.tool, confinement)).pipe(
+          Effect.catchTag("ToolError", (e) => Effect.succeed<ToolOutput>({ output: e.message, isError: true })),
+          // A bug in one tool becomes that call's error result instead of taking the session down.
+          Effect.catchAllDefect((defect) =>
+            Effect.succeed<ToolOutput>({ output: `${call.name} failed unexpectedly: ${String(defect)}`, isError: true })
+          )
+        )
+        const ended = yield* Clock.currentTimeMillis
+        const shown = { ...output, output: truncateHead(output.output, limits.outputChars, planned.tool.truncationHint) }
+        return resultOf(call, shown, ended - began)
+      })
+
+    const start = Effect.fn("ToolExecutor.start")(
+      function*(call: ToolCall, execution?: ExecuteOptions) {
+        const scope = yield* Effect.scope
+        const confinement = confinementFor(execution)
+        const planned = plan(call, confinement)
+        // Queueing the locks and forking happen in one uninterruptible step: the ticket is always
+        // handed to a fiber whose `ensuring` returns it, even if that fiber is interrupted at once.
+        return yield* Effect.uninterruptible(Effect.suspend(() => {
+          if (Either.isLeft(planned)) {
+            return Effect.forkIn(Effect.succeed(resultOf(call, { output: planned.left, isError: true }, 0)), scope)
+          }
+          const ticket = locks.unsafeEnqueue(planned.right.key)
+          const body = Effect.interruptible(Effect.zipRight(ticket.granted, runPlanned(call, planned.right, confinement)))
+          return Effect.forkIn(Effect.ensuring(body, ticket.release), scope)
+        }))
+      }
+    )
+
+    const executeBatch = Effect.fn("ToolExecutor.executeBatch")(
+      function*(calls: ReadonlyArray<ToolCall>, execution?: ExecuteOptions) {
+        const started = yield* Effect.forEach(calls, (call) =>
+          Effect.map(
+            Effect.zip(Clock.currentTimeMillis, start(call, execution)),
+            ([startedAt, fiber]) => ({ call, fiber, startedAt })
+          ))
+        const settle = (s: (typeof started)[number]) => awaitResult(s.call, s.fiber, s.startedAt)
+        return {
+          completions: Stream.mergeAll(started.map((s) => Stream.fromEffect(settle(s))), { concurrency: "unbounded" }),
+          results: Effect.forEach(started, settle)
+        }
+      }
+    )
+
+    return ToolExecutor.of({
+      workspace,
+      definitions: tools.map(toDefinition),
+      start,
+      executeBatch
+    })
+  })
+
+/** The executor of one workspace with the built-in tools (or those given). */
+export const layer = (options: ToolExecutorOptions) => Layer.effect(ToolExecutor, makeToolExecutor(options))

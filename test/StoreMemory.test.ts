@@ -1,4 +1,0 @@
-import { layerMemory } from "../src/services/StoreMemory.js"
-import { storeContract } from "./support/storeContract.js"
-
-storeContract("memory", () => layerMemory)

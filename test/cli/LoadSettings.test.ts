@@ -1,0 +1,77 @@
+import { assert, describe, it } from "@effect/vitest"
+import { Effect } from "effect"
+import * as Fs from "node:fs"
+import * as Path from "node:path"
+import { loadSettings, mergeSettings } from "../../src/programs/cli/LoadSettings.js"
+import { tempDir } from "../support/tempDir.js"
+
+/** Settings files: `$BATON_HOME/settings.json` then `<workspace>/.baton/settings.json`. */
+
+const write = (file: string, value: unknown) => {
+  Fs.mkdirSync(Path.dirname(file), { recursive: true })
+  Fs.writeFileSync(file, typeof value === "string" ? value : JSON.stringify(value))
+}
+
+const dirs = Effect.map(tempDir, (root) => ({ home: Path.join(root, "home"), workspace: Path.join(root, "ws") }))
+
+describe("loadSettings", () => {
+  it.scoped("no files: no settings, no rules", () =>
+    Effect.gen(function*() {
+      const { home, workspace } = yield* dirs
+      const loaded = yield* loadSettings(home, workspace)
+      assert.deepStrictEqual(loaded, { file: {}, rules: { allow: [], ask: [], deny: [], additionalDirectories: [] }, sources: [] })
+    }))
+
+  it.scoped("the workspace file wins for values; rule lists add up, so a project cannot drop the user's deny rule", () =>
+    Effect.gen(function*() {
+      const { home, workspace } = yield* dirs
+      write(Path.join(home, "settings.json"), {
+        model: "m-home",
+        maxTurns: 5,
+        compaction: { maxContextLength: 1000, mode: "discard" },
+        permissions: { deny: ["Bash(rm:*)"], allow: ["Read"] }
+      })
+      write(Path.join(workspace, ".baton", "settings.json"), {
+        model: "m-ws",
+        compaction: { mode: "summarize" },
+        permissions: { allow: ["Read", "Bash(npm test)"], deny: [] }
+      })
+      const loaded = yield* loadSettings(home, workspace)
+      assert.deepStrictEqual(loaded.file, { model: "m-ws", maxTurns: 5, compaction: { maxContextLength: 1000, mode: "summarize" } })
+      assert.deepStrictEqual(loaded.rules, { allow: ["Read", "Bash(npm test)"], ask: [], deny: ["Bash(rm:*)"], additionalDirectories: [] })
+      assert.strictEqual(loaded.sources.length, 2)
+    }))
+
+  it.scoped("an invalid file is a ConfigError naming the file, every bad field and what it expects", () =>
+    Effect.gen(function*() {
+      const { home, workspace } = yield* dirs
+      const file = Path.join(workspace, ".baton", "settings.json")
+      write(file, { provider: "openai", permissions: { allow: ["Read", 7] }, compaction: { mode: "fold" }, extra: true })
+      const error = yield* Effect.flip(loadSettings(home, workspace))
+      assert.strictEqual(error._tag, "ConfigError")
+      assert.strictEqual(error.source, file)
+      assert.include(error.message, file)
+      assert.include(error.message, `provider: expected "openai-chat" | "anthropic" | "openai-responses" | "replay", got "openai"`)
+      assert.include(error.message, "permissions.allow[1]: expected string, got 7")
+      assert.include(error.message, `compaction.mode: expected "summarize" | "discard" | "sliding_window", got "fold"`)
+      assert.include(error.message, "extra: unknown key")
+    }))
+
+  it.scoped("not JSON, or not an object", () =>
+    Effect.gen(function*() {
+      const { home, workspace } = yield* dirs
+      write(Path.join(home, "settings.json"), "{ model: x }")
+      assert.include((yield* Effect.flip(loadSettings(home, workspace))).message, "is not valid JSON")
+      write(Path.join(home, "settings.json"), "[]")
+      const error = yield* Effect.flip(loadSettings(home, workspace))
+      assert.strictEqual(error.field, "(root)")
+      assert.include(error.message, "(root): expected a JSON object, got []")
+    }))
+})
+
+describe("mergeSettings", () => {
+  it("keeps one copy of a rule two files both name", () => {
+    const merged = mergeSettings([{ permissions: { allow: ["Read"] } }, { permissions: { allow: ["Read", "LS"] } }])
+    assert.deepStrictEqual(merged.rules.allow, ["Read", "LS"])
+  })
+})

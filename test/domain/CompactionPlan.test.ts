@@ -1,0 +1,101 @@
+import { assert, describe, it } from "@effect/vitest"
+import { Option } from "effect"
+import { estimateContext, estimateTokens, planSlidingWindow, preflightThreshold, type SegmentEntry } from "../../src/domain/Compaction.js"
+import type { TaskEvent } from "../../src/domain/Events.js"
+import { Otid, ToolCallId } from "../../src/domain/Ids.js"
+
+const otid = Otid.make("o")
+const user = (content: string): TaskEvent => ({ type: "user_message", content, otid })
+const assistant = (content: string): TaskEvent => ({ type: "assistant_message", content })
+const call = (id: string): TaskEvent => ({ type: "tool_call", tool_call_id: ToolCallId.make(id), name: "Read", arguments: "{}" })
+const result = (id: string): TaskEvent => ({ type: "tool_return", tool_call_id: ToolCallId.make(id), status: "success", content: "x", otid })
+const usage = (total: number): TaskEvent => ({ type: "token_usage", input_tokens: total, output_tokens: 0, cached_input_tokens: 0, total_tokens: total })
+const ctx = (item: TaskEvent): SegmentEntry => ({ item, inContext: item.type !== "token_usage" })
+const text = (tokens: number) => "x".repeat(tokens * 4)
+const alternating = (n: number, tokens: number) =>
+  Array.from({ length: n }, (_, i) => (i % 2 === 0 ? user(text(tokens)) : assistant(text(tokens))))
+
+describe("estimate", () => {
+  it("counts ⌈chars/4⌉", () => {
+    assert.strictEqual(estimateTokens(""), 0)
+    assert.strictEqual(estimateTokens("abcd"), 1)
+    assert.strictEqual(estimateTokens("abcde"), 2)
+  })
+
+  it("anchors on the last usage and estimates only what came after it", () => {
+    const segment = [user(text(1000)), assistant("a"), usage(407_000), user("keep going")].map(ctx)
+    assert.deepStrictEqual(estimateContext(segment), { tokens: 407_003, usageTokens: 407_000, trailingTokens: 3 })
+  })
+
+  it("without usage in the segment (just compacted) estimates everything, ignoring stale usage elsewhere", () => {
+    const segment = [user(text(200))].map(ctx)
+    assert.deepStrictEqual(estimateContext(segment), { tokens: 200, usageTokens: 0, trailingTokens: 200 })
+  })
+
+  it("uses the latest of several usages", () => {
+    const segment = [user("a"), usage(407_000), assistant("b"), usage(90_000), user("next")].map(ctx)
+    assert.strictEqual(estimateContext(segment).tokens, 90_001)
+  })
+
+  it("trace-only items after the anchor do not count", () => {
+    const segment: Array<SegmentEntry> = [ctx(usage(100)), { item: assistant(text(50)), inContext: false }, ctx(user(text(10)))]
+    assert.strictEqual(estimateContext(segment).tokens, 110)
+  })
+})
+
+describe("preflightThreshold", () => {
+  it("window − min(16384, 20%)", () => {
+    assert.strictEqual(preflightThreshold(100_000), 83_616)
+    assert.strictEqual(preflightThreshold(10_000), 8_000)
+    assert.strictEqual(preflightThreshold(1_000), 800)
+    assert.strictEqual(preflightThreshold(0), undefined)
+    assert.strictEqual(preflightThreshold(Number.NaN), undefined)
+  })
+})
+
+describe("planSlidingWindow", () => {
+  it("needs at least 4 messages", () => {
+    assert.isTrue(Option.isNone(planSlidingWindow([user("a"), assistant("b"), user("c")])))
+  })
+
+  it("10 alternating messages without a window: evicts 30%", () => {
+    assert.deepStrictEqual(planSlidingWindow(alternating(10, 10)), Option.some({ cut: 3, evictedPercent: 30 }))
+  })
+
+  it("10 alternating with window 100: steps until the kept part is under 70", () => {
+    assert.deepStrictEqual(planSlidingWindow(alternating(10, 10), 100), Option.some({ cut: 5, evictedPercent: 50 }))
+  })
+
+  it("20 alternating of 100 tokens, window 1000: keeps 5", () => {
+    assert.deepStrictEqual(planSlidingWindow(alternating(20, 100), 1000), Option.some({ cut: 15, evictedPercent: 80 }))
+  })
+
+  it("no assistant message to cut at → None", () => {
+    assert.isTrue(Option.isNone(planSlidingWindow(Array.from({ length: 6 }, () => user("u")))))
+  })
+
+  it("never splits a tool call from its result", () => {
+    const messages = [
+      user("u0"), assistant("a1"), call("c1"), result("c1"), call("c2"), result("c2"),
+      user("u6"), assistant("a7"), call("c3"), result("c3"), assistant("a10"), user("u11")
+    ]
+    for (let window = 10; window <= 200; window += 10) {
+      const plan = planSlidingWindow(messages, window)
+      if (Option.isNone(plan)) continue
+      const evicted = messages.slice(0, plan.value.cut)
+      const kept = messages.slice(plan.value.cut)
+      const ids = (list: ReadonlyArray<TaskEvent>, type: string) =>
+        list.flatMap((m) => (m.type === type && "tool_call_id" in m ? [m.tool_call_id] : []))
+      assert.deepStrictEqual(ids(evicted, "tool_call"), ids(evicted, "tool_return"), `window ${window}`)
+      assert.deepStrictEqual(ids(kept, "tool_call"), ids(kept, "tool_return"), `window ${window}`)
+      assert.include(["assistant_message", "tool_call", "reasoning_message"], kept[0]!.type)
+    }
+    // A cut between c1 and its result would be at index 3; it is never chosen.
+    assert.notStrictEqual(Option.getOrUndefined(planSlidingWindow(messages))?.cut, 3)
+  })
+
+  it("evicts at least 30%", () => {
+    const plan = planSlidingWindow(alternating(20, 1))
+    assert.isTrue(Option.isSome(plan) && plan.value.cut >= 6)
+  })
+})

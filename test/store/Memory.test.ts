@@ -1,0 +1,4 @@
+import { layerMemory } from "../../src/services/store/Memory.js"
+import { storeContract } from "../support/storeContract.js"
+
+storeContract("memory", () => layerMemory)

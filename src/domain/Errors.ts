@@ -54,6 +54,17 @@ export class StreamBroken extends Schema.TaggedError<StreamBroken>()("StreamBrok
   message: Schema.String
 }) {}
 
+/** A compaction's answer was no summary: it called tools, or said nothing. Re-asked at once (the model's mistake, not the network's). */
+export class InvalidSummary extends Schema.TaggedError<InvalidSummary>()("InvalidSummary", {
+  toolCalls: Schema.NonNegativeInt,
+  message: Schema.String
+}) {}
+
+/** A storage transaction lost a race with another process (a stale snapshot) and can be run again whole. */
+export class StoreBusy extends Schema.TaggedError<StoreBusy>()("StoreBusy", {
+  message: Schema.String
+}) {}
+
 /** A one-shot model call (a title) failed; `tag` is the provider error's. */
 export class ModelCallFailed extends Schema.TaggedError<ModelCallFailed>()("ModelCallFailed", {
   tag: Schema.String,

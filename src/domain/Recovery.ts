@@ -1,13 +1,24 @@
 import { Data } from "effect"
+import type {
+  ApprovalPending,
+  BackendError,
+  ChunkSeqError,
+  EmptyResponse,
+  InvalidSummary,
+  StoreBusy,
+  StreamBroken
+} from "./Errors.js"
 import type { RequestEndStatus } from "./Events.js"
+import type { ProviderError } from "./ProviderError.js"
 import { DEFAULT_COMPACTION_RECONNECTS, defaultReconnectSettings } from "./Settings.js"
 
 /**
  * The recovery policy: the only place that decides whether a failure is retried, how long to wait,
- * and when to give up. Pure: no services, no I/O, no clock. Callers count failures per category.
+ * and when to give up. Pure: no services, no I/O, no clock. RecoverySchedule.ts turns it into the one
+ * Schedule every retry in Baton runs on; nothing else counts attempts or waits for a retry.
  */
 export type Recovery = Data.TaggedEnum<{
-  /** Reconnect inside the same run after `delayMs`; `reminder` asks an empty-answering model for content. */
+  /** Try again after `delayMs`; `reminder` asks an empty-answering model for content. */
   Retry: { readonly delayMs: number; readonly reminder: boolean }
   CompactThenRetry: {}
   ResolveStaleApproval: {}
@@ -32,6 +43,8 @@ export interface Budgets {
   /** A storage transaction that lost a race with another process (stale snapshot), retried whole. */
   readonly storeBusyRetries: number
   readonly storeBusyBaseMs: number
+  /** A compaction's answers that were no summary, re-asked at once: 5 answers in all. */
+  readonly invalidSummaryRetries: number
 }
 
 export const turnBudgets: Budgets = {
@@ -45,54 +58,76 @@ export const turnBudgets: Budgets = {
   emptyBaseMs: 500,
   staleApprovalResolutions: 1,
   storeBusyRetries: 5,
-  storeBusyBaseMs: 20
+  storeBusyBaseMs: 20,
+  invalidSummaryRetries: 4
 }
 
 export const compactionBudgets: Budgets = { ...turnBudgets, reconnects: DEFAULT_COMPACTION_RECONNECTS }
 
+/**
+ * Every failure the policy knows, as tagged errors: renaming one, or adding one to these unions
+ * without a category below, is a compile error rather than a silent "terminal".
+ */
+export type Failure =
+  | ProviderError
+  | EmptyResponse
+  | InvalidSummary
+  | StoreBusy
+  | StreamBroken
+  | ApprovalPending
+  | ChunkSeqError
+  | BackendError
+
 /** Failure categories; each has its own counter and budget. */
-export type Category = "reconnect" | "overflow" | "busy" | "empty" | "stale_approval" | "store_busy" | "auth" | "terminal"
+export type Category =
+  | "reconnect"
+  | "overflow"
+  | "busy"
+  | "empty"
+  | "invalid_summary"
+  | "stale_approval"
+  | "store_busy"
+  | "auth"
+  | "terminal"
 
-/** Any tagged failure. Unknown tags are terminal: retrying what we do not understand risks running things twice. */
-export interface Failure {
-  readonly _tag: string
-  readonly retryAfterMs?: number | undefined
+const categories: { readonly [Tag in Failure["_tag"]]: Category } = {
+  ProviderTimeout: "reconnect",
+  ProviderConnectionLost: "reconnect",
+  ProviderMalformed: "reconnect",
+  ProviderRateLimited: "reconnect",
+  ProviderServerError: "reconnect",
+  ProviderOverloaded: "reconnect",
+  ProviderTransientQuota: "reconnect",
+  StreamBroken: "reconnect",
+  ProviderContextOverflow: "overflow",
+  Conflict: "busy",
+  EmptyResponse: "empty",
+  InvalidSummary: "invalid_summary",
+  ApprovalPending: "stale_approval",
+  StoreBusy: "store_busy",
+  ProviderAuth: "auth",
+  ProviderQuotaExceeded: "terminal",
+  ProviderInvalidRequest: "terminal",
+  ProviderReplayMiss: "terminal",
+  InvalidToolCallIds: "terminal",
+  NotFound: "terminal",
+  InvalidInput: "terminal",
+  StoreError: "terminal",
+  Unauthorized: "terminal",
+  ModelCallFailed: "terminal",
+  ChunkSeqError: "terminal"
 }
 
-const reconnectTags: ReadonlySet<string> = new Set([
-  "ProviderTimeout",
-  "ProviderConnectionLost",
-  "ProviderMalformed",
-  "ProviderRateLimited",
-  "ProviderServerError",
-  "ProviderOverloaded",
-  "ProviderTransientQuota",
-  "StreamBroken"
-])
-
-export const categoryOf = (failure: Failure): Category => {
-  if (reconnectTags.has(failure._tag)) return "reconnect"
-  switch (failure._tag) {
-    case "ProviderContextOverflow":
-      return "overflow"
-    case "Conflict":
-      return "busy"
-    case "EmptyResponse":
-      return "empty"
-    case "ApprovalPending":
-      return "stale_approval"
-    case "StoreBusy":
-      return "store_busy"
-    case "ProviderAuth":
-      return "auth"
-    default:
-      return "terminal"
-  }
-}
+/** Anything else (a tag from a newer peer, decoded off the wire) is terminal: retrying what we do not understand risks running things twice. */
+export const categoryOf = (failure: Failure): Category =>
+  (categories as Readonly<Record<string, Category | undefined>>)[failure._tag] ?? "terminal"
 
 /** min(base · 2^attempt, cap), the reconnect ladder: 250, 500, 1000, 2000, 4000 ms by default. */
 export const backoffMs = (attempt: number, budgets: Budgets): number =>
   Math.min(budgets.baseMs * 2 ** attempt, budgets.capMs)
+
+const retryAfterOf = (failure: Failure): number | undefined =>
+  "retryAfterMs" in failure ? failure.retryAfterMs : undefined
 
 /**
  * Decide what to do about `failure`, given `attempt` = how many failures of the same category
@@ -102,9 +137,8 @@ export const decide = (failure: Failure, attempt: number, budgets: Budgets): Rec
   switch (categoryOf(failure)) {
     case "reconnect": {
       if (attempt >= budgets.reconnects) return Recovery.Fail({ status: "failed" })
-      const delayMs = failure.retryAfterMs !== undefined
-        ? Math.min(failure.retryAfterMs, budgets.capMs)
-        : backoffMs(attempt, budgets)
+      const retryAfterMs = retryAfterOf(failure)
+      const delayMs = retryAfterMs !== undefined ? Math.min(retryAfterMs, budgets.capMs) : backoffMs(attempt, budgets)
       return Recovery.Retry({ delayMs, reminder: false })
     }
     case "overflow":
@@ -120,6 +154,8 @@ export const decide = (failure: Failure, attempt: number, budgets: Budgets): Rec
           reminder: attempt + 1 === budgets.emptyRetries
         })
         : Recovery.Fail({ status: "failed" })
+    case "invalid_summary":
+      return attempt < budgets.invalidSummaryRetries ? Recovery.Retry({ delayMs: 0, reminder: false }) : Recovery.Fail({ status: "failed" })
     case "stale_approval":
       return attempt < budgets.staleApprovalResolutions
         ? Recovery.ResolveStaleApproval()

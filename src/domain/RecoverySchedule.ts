@@ -1,21 +1,109 @@
-import { Effect, Schedule, ScheduleDecision, ScheduleInterval } from "effect"
-import { type Attempts, type Budgets, type Failure, noAttempts, type Recovery, step } from "./Recovery.js"
+import { Deferred, Duration, Effect, Option, Random, Ref, Schedule, ScheduleDecision, ScheduleInterval, Stream } from "effect"
+import { type Attempts, type Budgets, type Failure, noAttempts, type Recovery, step as policyStep } from "./Recovery.js"
 
 /**
- * The recovery policy as a Schedule: continues after the policy's delay while it says Retry or WaitBusy,
- * stops on anything else. Its output is the last decision, so `Effect.retryOrElse` can act on
- * CompactThenRetry / ResolveStaleApproval / Fail. No other retry logic exists.
+ * The one runner of the recovery policy. Every retry in Baton — the backend run, compaction, the
+ * client's busy and stale-approval recovery, the broken-stream reconnect, the remote stream, SQLite's
+ * lost races — is `Effect.retryOrElse` (or `Stream.retry`) over `policy(budgets, hooks)`: the pure
+ * policy decides, the hooks announce (`request_end{retrying, retry_in_ms}`), wait (skippably) and
+ * prepare the next attempt (`[turn_retried]`, a compaction, stale-approval denials). Nothing else
+ * counts attempts or sleeps for a retry.
  */
-export const fromPolicy = <E extends Failure>(budgets: Budgets): Schedule.Schedule<Recovery, E> =>
-  Schedule.makeWithState<Attempts, E, Recovery>(noAttempts, (now, failure, attempts) =>
+
+/** What the policy made of one failure. */
+export interface Step<E extends Failure> {
+  readonly failure: E
+  readonly decision: Recovery
+  /** Failures of this category recovered from before this one (0 for the first). */
+  readonly attempt: number
+}
+
+export interface Hooks<E extends Failure, R> {
+  /** Before the wait of a continuing step: tell whoever watches, with the delay about to start. */
+  readonly announce?: (step: Step<E>, delayMs: number) => Effect.Effect<void, never, R>
+  /** The wait Retry and WaitBusy ask for (default: sleep). A run's can be cut short by skipReconnectWait. */
+  readonly wait?: (delayMs: number) => Effect.Effect<void>
+  /** After the wait, before the next attempt. */
+  readonly prepare?: (step: Step<E>) => Effect.Effect<void, never, R>
+  /** Spread the wait over ±20 % (two processes that lost the same race do not meet again). */
+  readonly jitter?: boolean
+}
+
+/** The delay a decision asks for; CompactThenRetry and ResolveStaleApproval go again at once. */
+export const delayOf = (decision: Recovery): number =>
+  decision._tag === "Retry" || decision._tag === "WaitBusy" ? decision.delayMs : 0
+
+const waits = (decision: Recovery) => decision._tag === "Retry" || decision._tag === "WaitBusy"
+
+/**
+ * The policy as a Schedule over failures: one Step out per failure, continuing until the decision is
+ * Fail (whose Step is then the last output). It adds no delay of its own: waiting is a hook, so it can
+ * be announced first and skipped.
+ */
+export const decisions = <E extends Failure>(budgets: Budgets): Schedule.Schedule<Step<E>, E> =>
+  Schedule.makeWithState<Attempts, E, Step<E>>(noAttempts, (now, failure, attempts) =>
     Effect.sync(() => {
-      const next = step(attempts, failure, budgets)
-      const decision = next.decision
-      switch (decision._tag) {
-        case "Retry":
-        case "WaitBusy":
-          return [next.attempts, decision, ScheduleDecision.continueWith(ScheduleInterval.after(now + decision.delayMs))] as const
-        default:
-          return [next.attempts, decision, ScheduleDecision.done] as const
-      }
+      const next = policyStep(attempts, failure, budgets)
+      const out: Step<E> = { failure, decision: next.decision, attempt: next.attempt }
+      return [
+        next.attempts,
+        out,
+        next.decision._tag === "Fail" ? ScheduleDecision.done : ScheduleDecision.continueWith(ScheduleInterval.after(now))
+      ] as const
     }))
+
+const sleep = (delayMs: number) => Effect.sleep(Duration.millis(delayMs))
+
+/** `decisions` with its hooks run on every continuing step: announce, then wait, then prepare. */
+export const policy = <E extends Failure, R = never>(budgets: Budgets, hooks: Hooks<E, R> = {}): Schedule.Schedule<Step<E>, E, R> =>
+  decisions<E>(budgets).pipe(
+    Schedule.tapOutput((step) =>
+      step.decision._tag === "Fail" ? Effect.void : Effect.gen(function*() {
+        const planned = delayOf(step.decision)
+        const delayMs = hooks.jitter === true && planned > 0 ? Math.round(planned * (yield* Random.nextRange(0.8, 1.2))) : planned
+        if (hooks.announce !== undefined) yield* hooks.announce(step, delayMs)
+        if (waits(step.decision)) yield* (hooks.wait ?? sleep)(delayMs)
+        if (hooks.prepare !== undefined) yield* hooks.prepare(step)
+      }))
+  )
+
+/**
+ * `self` retried by the policy; when it gives up, `orElse` gets the last failure and its Step (whose
+ * decision is the Fail, with its status: `auth` or `failed`).
+ */
+export const retry = <A, E extends Failure, R, A2, E2, R2, RH = never>(
+  self: Effect.Effect<A, E, R>,
+  options: Hooks<E, RH> & {
+    readonly budgets: Budgets
+    readonly orElse: (failure: E, step: Step<E>) => Effect.Effect<A2, E2, R2>
+  }
+): Effect.Effect<A | A2, E2, R | R2 | RH> => Effect.retryOrElse(self, policy(options.budgets, options), options.orElse)
+
+/**
+ * A stream retried by the policy: on failure it is run again from its start (so it must resume from
+ * its own cursor). Its count restarts whenever it delivers something, since `Stream.retry` resets the
+ * schedule on every element: the budget is for consecutive failures, as a flaky link needs.
+ */
+export const retryStream = <A, E extends Failure, R, E2, R2, RH = never>(
+  self: Stream.Stream<A, E, R>,
+  options: Hooks<E, RH> & {
+    readonly budgets: Budgets
+    readonly orElse: (failure: E, step: Option.Option<Step<E>>) => Stream.Stream<A, E2, R2>
+  }
+): Stream.Stream<A, E2, R | R2 | RH> =>
+  Stream.unwrap(Effect.map(Ref.make(Option.none<Step<E>>()), (last) =>
+    self.pipe(
+      Stream.retry(policy(options.budgets, options).pipe(Schedule.tapOutput((step) => Ref.set(last, Option.some(step))))),
+      Stream.catchAll((failure) => Stream.unwrap(Effect.map(Ref.get(last), (step) => options.orElse(failure, step))))
+    )))
+
+/**
+ * A reconnect wait that skipReconnectWait can end early without touching the retry count: each wait
+ * publishes a fresh signal in `skip`, and completing it ends that wait only.
+ */
+export const skippableWait = (skip: Ref.Ref<Deferred.Deferred<void>>) => (delayMs: number): Effect.Effect<void> =>
+  Effect.gen(function*() {
+    const signal = yield* Deferred.make<void>()
+    yield* Ref.set(skip, signal)
+    yield* Effect.race(sleep(delayMs), Deferred.await(signal))
+  })

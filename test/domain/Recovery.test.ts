@@ -1,10 +1,10 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Either, Fiber, Option, Ref, TestClock } from "effect"
-import { ConversationId, ToolCallId } from "../../src/domain/Ids.js"
-import { ApprovalPending, Conflict, EmptyResponse, InvalidInput, StoreError, StreamBroken } from "../../src/domain/Errors.js"
+import { ConversationId, RunId, ToolCallId } from "../../src/domain/Ids.js"
+import { ApprovalPending, ChunkSeqError, Conflict, EmptyResponse, InvalidInput, InvalidSummary, StoreBusy, StoreError, StreamBroken } from "../../src/domain/Errors.js"
 import * as PE from "../../src/domain/ProviderError.js"
 import { compactionBudgets, decide, type Failure, Recovery, step, turnBudgets } from "../../src/domain/Recovery.js"
-import { fromPolicy } from "../../src/domain/RecoverySchedule.js"
+import { policy } from "../../src/domain/RecoverySchedule.js"
 
 const conv = ConversationId.make("c1")
 const ladder = [250, 500, 1000, 2000, 4000]
@@ -36,7 +36,9 @@ const table: ReadonlyArray<readonly [string, Failure, (attempt: number) => Recov
   ["empty response", new EmptyResponse({ message: "x" }), (n) => (n === 0 ? retry(500) : n === 1 ? retry(1000, true) : failed)],
   ["store error", new StoreError({ reason: "io", message: "x" }), () => failed],
   ["a run stream that broke (remote backend)", new StreamBroken({ message: "x" }), reconnect],
-  ["a store transaction that lost a race", { _tag: "StoreBusy" }, (n) => (n < 5 ? retry(20 * 2 ** n) : failed)],
+  ["a store transaction that lost a race", new StoreBusy({ message: "x" }), (n) => (n < 5 ? retry(20 * 2 ** n) : failed)],
+  ["an answer that was no summary", new InvalidSummary({ toolCalls: 1, message: "x" }), (n) => (n < 4 ? retry(0) : failed)],
+  ["a chunk out of sequence (a store bug)", new ChunkSeqError({ runId: RunId.make("r"), expected: 2, got: 3, message: "x" }), () => failed],
   ["invalid input", new InvalidInput({ message: "x" }), () => failed]
 ]
 
@@ -56,7 +58,7 @@ describe("Recovery.decide", () => {
   })
 
   it("an unknown tag is terminal, never retried", () => {
-    assert.deepStrictEqual(decide({ _tag: "SomethingNew" }, 0, turnBudgets), failed)
+    assert.deepStrictEqual(decide({ _tag: "SomethingNew", message: "from a newer server" } as unknown as Failure, 0, turnBudgets), failed)
   })
 
   it("step counts per category: timeouts do not spend the overflow budget", () => {
@@ -84,7 +86,7 @@ describe("Recovery schedule", () => {
   it.effect("5 failures then success completes after exactly 7750 ms of test time", () =>
     Effect.gen(function*() {
       const calls = yield* Ref.make(0)
-      const fiber = yield* Effect.fork(Effect.retry(flaky(5, calls), fromPolicy(turnBudgets)))
+      const fiber = yield* Effect.fork(Effect.retry(flaky(5, calls), policy(turnBudgets)))
       yield* TestClock.adjust(249)
       assert.strictEqual(yield* Ref.get(calls), 1)
       yield* TestClock.adjust(1)
@@ -100,7 +102,7 @@ describe("Recovery schedule", () => {
   it.effect("6 failures fail with the last error", () =>
     Effect.gen(function*() {
       const calls = yield* Ref.make(0)
-      const fiber = yield* Effect.fork(Effect.either(Effect.retry(flaky(6, calls), fromPolicy(turnBudgets))))
+      const fiber = yield* Effect.fork(Effect.either(Effect.retry(flaky(6, calls), policy(turnBudgets))))
       yield* TestClock.adjust(7750)
       const result = yield* Fiber.join(fiber)
       assert.strictEqual(yield* Ref.get(calls), 6)
@@ -112,7 +114,7 @@ describe("Recovery schedule", () => {
     Effect.gen(function*() {
       const calls = yield* Ref.make(0)
       const call = Ref.update(calls, (n) => n + 1).pipe(Effect.zipRight(Effect.fail(new PE.ProviderAuth({ status: 401, message: "no" }))))
-      const result = yield* Effect.either(Effect.retry(call, fromPolicy(turnBudgets)))
+      const result = yield* Effect.either(Effect.retry(call, policy(turnBudgets)))
       assert.isTrue(Either.isLeft(result))
       assert.strictEqual(yield* Ref.get(calls), 1)
     }))

@@ -1,4 +1,4 @@
-import { Deferred, Effect, type Fiber, Option, Ref } from "effect"
+import { type Deferred, Effect, type Fiber, Option, Ref } from "effect"
 import type { ConversationId, RunId } from "../../domain/Ids.js"
 import type { RunFeed } from "./RunFeed.js"
 
@@ -39,11 +39,3 @@ export const makeJobs: Effect.Effect<Jobs> = Effect.map(Ref.make(new Map<Convers
       return next
     })
 }))
-
-/** A reconnect wait that skipReconnectWait can end early without touching the retry count. */
-export const skippableWait = (skip: Ref.Ref<Deferred.Deferred<void>>) => (delayMs: number): Effect.Effect<void> =>
-  Effect.gen(function*() {
-    const signal = yield* Deferred.make<void>()
-    yield* Ref.set(skip, signal)
-    yield* Effect.race(Effect.sleep(delayMs), Deferred.await(signal))
-  })

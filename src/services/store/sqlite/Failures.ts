@@ -1,8 +1,8 @@
 import { SqlError } from "@effect/sql/SqlError"
 import { Effect, Option, Schedule } from "effect"
-import { StoreError } from "../../../domain/Errors.js"
+import { StoreBusy, StoreError } from "../../../domain/Errors.js"
 import { type Failure, turnBudgets } from "../../../domain/Recovery.js"
-import { fromPolicy } from "../../../domain/RecoverySchedule.js"
+import { policy } from "../../../domain/RecoverySchedule.js"
 
 /**
  * Turns whatever SQLite or the file system throws into a StoreError that names the file and says
@@ -107,13 +107,14 @@ const isTransientBusy = (e: unknown) =>
   isSqlError(e) && (codeOf(e) === "SQLITE_BUSY_SNAPSHOT" || codeOf(e) === "SQLITE_BUSY_RECOVERY")
 
 /** The recovery policy decides (a `StoreBusy` failure); jitter only spreads two processes' retries apart. */
-const busyPolicy = fromPolicy<Failure>(turnBudgets).pipe(Schedule.jittered)
+const busyPolicy = policy<Failure>(turnBudgets, { jitter: true })
+
+const LOST_RACE = new StoreBusy({ message: "the transaction lost a race with another process" })
+// Any other failure is not the policy's to retry: it is terminal there, and passes through as it was.
+const NOT_A_RACE = new StoreError({ reason: "io", message: "not a lost race" })
 
 export const retryBusy = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
-  Effect.retry(
-    effect,
-    Schedule.mapInput(busyPolicy, (e: E): Failure => ({ _tag: isTransientBusy(e) ? "StoreBusy" : "StoreFailure" }))
-  )
+  Effect.retry(effect, Schedule.mapInput(busyPolicy, (e: E): Failure => (isTransientBusy(e) ? LOST_RACE : NOT_A_RACE)))
 
 /** Building a SQLite connection throws synchronously (a defect); this gives it a reason and the path. */
 export const openFailure = (path: string) => <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | StoreError, R> =>

@@ -1,7 +1,7 @@
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import * as HttpApiSwagger from "@effect/platform/HttpApiSwagger"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
-import { Clock, Context, Data, Deferred, Effect, Exit, FiberId, FiberMap, Layer, Option, Redacted, Ref, Stream } from "effect"
+import { Context, Data, Deferred, Effect, Exit, FiberId, FiberMap, Layer, Option, Redacted, Ref, Stream } from "effect"
 import * as Http from "node:http"
 import type { Chunk } from "../../domain/Events.js"
 import type { RunId } from "../../domain/Ids.js"
@@ -9,6 +9,7 @@ import { Backend } from "../../services/Backend.js"
 import { BatonApi } from "../../services/backend/HttpApi.js"
 import { gateLayer, isLoopbackHost } from "./Auth.js"
 import { handlersLayer } from "./Handlers.js"
+import { realClock } from "../../services/RealClock.js"
 
 export const DEFAULT_HOST = "127.0.0.1"
 export const DEFAULT_PORT = 8283
@@ -39,9 +40,6 @@ export class BatonServer extends Context.Tag("baton/Server")<BatonServer, {
   /** Base URL for `layerRemote`, e.g. `http://127.0.0.1:8283`. */
   readonly url: string
 }>() {}
-
-// Shutdown bounds are real time, whatever clock the runs use.
-const realClock = Clock.make()
 
 const withinMs = <A, E, R>(ms: number, effect: Effect.Effect<A, E, R>) =>
   effect.pipe(Effect.interruptible, Effect.timeoutOption(ms), Effect.withClock(realClock))

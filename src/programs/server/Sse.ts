@@ -1,8 +1,9 @@
 import * as Sse from "@effect/experimental/Sse"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
-import { Chunk as EChunk, Clock, Duration, Effect, Option, Schema, type Scope, Stream } from "effect"
+import { Chunk as EChunk, Duration, Effect, Option, Schema, type Scope, Stream } from "effect"
 import type { BackendError } from "../../domain/Errors.js"
 import { type Chunk, TaskEventFromJson } from "../../domain/Events.js"
+import { realClock } from "../../services/RealClock.js"
 
 export interface SseOptions {
   /** A `: heartbeat` comment this often, so clients and proxies can tell a live connection from a dead one. */
@@ -10,10 +11,6 @@ export interface SseOptions {
   /** Completes when the server shuts down: open streams end there and their clients reconnect. */
   readonly closing: Effect.Effect<void>
 }
-
-// Heartbeats are about the real network, so they run on the real clock even where the test clock
-// drives runs (a heartbeat sleeping on the test clock would look like a run waiting to retry).
-const realClock = Clock.make()
 
 export const HEARTBEAT = ": heartbeat\n\n"
 

@@ -1,10 +1,11 @@
 import type * as HttpClientResponse from "@effect/platform/HttpClientResponse"
-import { Clock, Data, Effect, Either, Option, Stream } from "effect"
+import { Data, Effect, Either, Option, Stream } from "effect"
 import { type BackendError, StreamBroken } from "../../domain/Errors.js"
 import { type Chunk, isChunk, TaskEvent } from "../../domain/Events.js"
 import type { RunId } from "../../domain/Ids.js"
 import { type Budgets, noAttempts, step } from "../../domain/Recovery.js"
 import { decodeData, decodeSse } from "../Sse.js"
+import { realClock } from "../RealClock.js"
 
 /** One connection of a run's stream ended early (network, server restart, no stop_reason). */
 export class Dropped extends Data.TaggedError("Dropped")<{ readonly message: string }> {}
@@ -14,10 +15,6 @@ export interface Cursor {
   readonly runId: RunId | undefined
   readonly after: number
 }
-
-// A silent connection is a network fact: it is timed on the real clock, never on a test clock
-// that drives the runs themselves.
-const realClock = Clock.make()
 
 /** Fails with Dropped when the source stays silent for `ms` (the server sends a heartbeat every 15 s). */
 const idleTimeout = (ms: number) => <A, E, R>(self: Stream.Stream<A, E, R>): Stream.Stream<A, E | Dropped, R> =>

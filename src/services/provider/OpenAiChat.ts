@@ -2,7 +2,8 @@ import type * as HttpClient from "@effect/platform/HttpClient"
 import { Layer } from "effect"
 import { Provider } from "../Provider.js"
 import { bearer, type LiveSettings, makeLive } from "./Http.js"
-import { encodeChatRequest, makeChatDecoder, PROVIDER } from "./OpenAiChatWire.js"
+import { makeChatDecoder } from "./OpenAiChatDecoder.js"
+import { encodeChatRequest, PROVIDER } from "./OpenAiChatRequest.js"
 
 /**
  * Provider over OpenAI Chat Completions: `POST {baseUrl}/chat/completions` with `stream: true`.

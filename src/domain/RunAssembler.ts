@@ -153,8 +153,15 @@ export const stepAll = (s: Assembly, events: Iterable<ProviderEvent>): Step => {
 
 export type Outcome = "tool_calls" | "max_tokens" | "end_turn" | "empty"
 
+/** A request's model output once its provider stream has ended. */
+export interface Ended {
+  readonly assembly: Assembly
+  readonly events: ReadonlyArray<TaskEvent>
+  readonly outcome: Outcome
+}
+
 /** Closes what is open when the provider stream has ended; the usage comes last. */
-export const end = (s: Assembly): { readonly assembly: Assembly; readonly events: ReadonlyArray<TaskEvent>; readonly outcome: Outcome } => {
+export const end = (s: Assembly): Ended => {
   const [a, closed] = closeBoth(s)
   const closedAll = { ...a, calls: [] }
   const events = a.usage !== undefined ? [...closed, a.usage] : closed

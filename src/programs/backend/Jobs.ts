@@ -1,6 +1,6 @@
 import { type Deferred, Effect, type Fiber, Option, Ref } from "effect"
 import type { ConversationId, RunId } from "../../domain/Ids.js"
-import type { RunFeed } from "./RunFeed.js"
+import type { RunLog } from "./RunLog.js"
 
 /**
  * The one active job (a run or a compaction) of each conversation that is live in this process.
@@ -11,7 +11,8 @@ export interface Job {
   readonly conversationId: ConversationId
   readonly runId: RunId
   readonly kind: "run" | "compaction"
-  readonly feed: RunFeed
+  /** The job's run log: followers of a live run read it here. */
+  readonly log: RunLog
   readonly fiber: Fiber.RuntimeFiber<unknown, unknown>
   /** Set before a user's cancel interrupts the fiber; a shutdown interrupt leaves it false. */
   readonly cancelRequested: Ref.Ref<boolean>

@@ -1,12 +1,14 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Chunk, Effect, Layer, Stream } from "effect"
+import { Chunk, Effect, Fiber, Layer, Stream } from "effect"
 import type { ProviderEvent } from "../../src/domain/ProviderEvent.js"
+import * as PE from "../../src/domain/ProviderError.js"
 import { layerLocal } from "../../src/programs/backend/BackendLocal.js"
 import { Backend } from "../../src/services/Backend.js"
 import { Provider } from "../../src/services/Provider.js"
+import { layerScripted, Turn } from "../../src/services/provider/Scripted.js"
 import { Store } from "../../src/services/Store.js"
 import { layerMemory } from "../../src/services/store/Memory.js"
-import { collect, input, user } from "../support/testing.js"
+import { awaitSleeps, collect, input, user } from "../support/testing.js"
 
 /** The memory store, noting the chunk types of every commit. */
 const countingStore = (commits: Array<ReadonlyArray<string>>) =>
@@ -40,4 +42,32 @@ describe("the run", () => {
       ])
     }).pipe(Effect.provide(layerLocal().pipe(Layer.provideMerge(provider), Layer.provide(countingStore(commits)))))
   })
+
+  it.effect("a cancel during the reconnect wait records the failed attempt's messages once", () =>
+    Effect.gen(function*() {
+      const backend = yield* Backend
+      const conv = yield* backend.createConversation({ system_prompt: "" })
+      const fiber = yield* Effect.fork(collect(backend.send(conv.id, input(user("go")))))
+      yield* awaitSleeps()
+      yield* backend.cancel(conv.id)
+      const chunks = yield* Fiber.join(fiber)
+      const stop = chunks.at(-1)!
+      assert.strictEqual(stop.type === "stop_reason" && stop.reason, "cancelled")
+      const trace = (yield* backend.history(conv.id)).filter((h) => h.inTrace).map((h) => h.item)
+      const said = trace.flatMap((item) => (item.type === "assistant_message" ? [item.content] : []))
+      const calls = trace.flatMap((item) => (item.type === "tool_call" ? [item.tool_call_id] : []))
+      assert.deepStrictEqual(said, ["Let me look.", "and then"])
+      assert.deepStrictEqual(calls.map(String), ["c1"])
+    }).pipe(Effect.provide(layerLocal().pipe(
+      Layer.provideMerge(layerScripted([
+        Turn.fail(new PE.ProviderTimeout({ phase: "stall", afterMs: 1000, message: "no event for 1 s" }), [
+          { _tag: "TextDelta", text: "Let me look." },
+          { _tag: "ToolCallStart", id: "c1", name: "Read" },
+          { _tag: "ToolCallDelta", id: "c1", argumentsDelta: "{}" },
+          { _tag: "ToolCallEnd", id: "c1", name: "Read", arguments: "{}" },
+          { _tag: "TextDelta", text: "and then" }
+        ])
+      ])),
+      Layer.provide(layerMemory)
+    ))))
 })

@@ -59,6 +59,13 @@ const attemptOf = (record: RunRecord) => record.requests - 1
 
 const traceOnly = (events: ReadonlyArray<TaskEvent>): ReadonlyArray<NewItem> => events.map((item) => ({ item, traceOnly: true }))
 
+/**
+ * What a run that ends now still has to record: the carried calls, and the open request's messages.
+ * Between attempts (a reconnect wait, a compaction) the last request's messages are recorded already:
+ * its request_end took the others, and its calls are among the carried ones.
+ */
+const unrecorded = (r: RunRecord): ReadonlyArray<Chunk> => [...r.carried, ...(r.inRequest ? r.shown : [])]
+
 const stopStatus = (reason: StopReasonValue) =>
   reason === "cancelled" ? "cancelled" as const : reason === "error" || reason === "auth" ? "failed" as const : "completed" as const
 
@@ -183,7 +190,7 @@ export class Runs extends Effect.Service<Runs>()("baton/Runs", {
           return yield* emitter.stop(
             [{ type: "request_end", status, attempt: attemptOf(r), error: info }],
             status === "auth" ? "auth" : "error",
-            traceOnly([...r.carried, ...r.shown]),
+            traceOnly(unrecorded(r)),
             info
           )
         })
@@ -215,7 +222,7 @@ export class Runs extends Effect.Service<Runs>()("baton/Runs", {
         yield* emitter.stop(
           r.inRequest ? [{ type: "request_end", status: "cancelled", attempt: attemptOf(r) }] : [],
           "cancelled",
-          [...traceOnly([...r.carried, ...r.shown]), ...partialText]
+          [...traceOnly(unrecorded(r)), ...partialText]
         ).pipe(Effect.catchAll((e) => Effect.logWarning("could not record the cancelled run", e)))
       })
 
@@ -229,7 +236,7 @@ export class Runs extends Effect.Service<Runs>()("baton/Runs", {
           yield* emitter.stop(
             r.inRequest ? [{ type: "request_end", status: "failed", attempt: attemptOf(r), error: info }] : [],
             "error",
-            traceOnly([...r.carried, ...r.shown]),
+            traceOnly(unrecorded(r)),
             info
           )
         })

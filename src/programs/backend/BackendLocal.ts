@@ -24,8 +24,8 @@ const programs = Layer.mergeAll(Runs.Default, Compactions.Default, Titles.Defaul
  * The in-process backend: conversation actors over Store + Provider. At start-up, runs left
  * `running` by a process that died are closed as failed, so no conversation stays stuck busy.
  */
-export const makeBackendLocal = (options?: { readonly budgets?: Budgets }) =>
-  Effect.gen(function*() {
+export const makeBackendLocal = Effect.fn("BackendLocal.make")(
+  function*(options?: { readonly budgets?: Budgets }) {
     const store = yield* Store
     yield* closeDeadRuns()
     const actors = yield* makeActors({ budgets: options?.budgets ?? turnBudgets, owner: currentOwner() })
@@ -51,6 +51,8 @@ export const makeBackendLocal = (options?: { readonly budgets?: Budgets }) =>
       generateTitle: titles.generate,
       exportTrace: (id, segment) => store.exportSegment(id, segment)
     })
-  }).pipe(Effect.provide(programs))
+  },
+  Effect.provide(programs)
+)
 
 export const layerLocal = (options?: { readonly budgets?: Budgets }) => Layer.scoped(Backend, makeBackendLocal(options))

@@ -29,14 +29,15 @@ export interface Jobs {
 }
 
 export const makeJobs: Effect.Effect<Jobs> = Effect.map(Ref.make(new Map<ConversationId, Job>()), (ref) => ({
-  get: (id) => Effect.map(Ref.get(ref), (jobs) => Option.fromNullable(jobs.get(id))),
-  byRun: (runId) => Effect.map(Ref.get(ref), (jobs) => Option.fromNullable([...jobs.values()].find((j) => j.runId === runId))),
-  add: (job) => Ref.update(ref, (jobs) => new Map(jobs).set(job.conversationId, job)),
-  remove: (id, runId) =>
+  get: Effect.fn("Jobs.get")((id: ConversationId) => Effect.map(Ref.get(ref), (jobs) => Option.fromNullable(jobs.get(id)))),
+  byRun: Effect.fn("Jobs.byRun")((runId: RunId) =>
+    Effect.map(Ref.get(ref), (jobs) => Option.fromNullable([...jobs.values()].find((j) => j.runId === runId)))),
+  add: Effect.fn("Jobs.add")((job: Job) => Ref.update(ref, (jobs) => new Map(jobs).set(job.conversationId, job))),
+  remove: Effect.fn("Jobs.remove")((id: ConversationId, runId: RunId) =>
     Ref.update(ref, (jobs) => {
       if (jobs.get(id)?.runId !== runId) return jobs
       const next = new Map(jobs)
       next.delete(id)
       return next
-    })
+    }))
 }))

@@ -1,9 +1,13 @@
 import { Option } from "effect"
-import type { TaskEvent } from "./Events.js"
+import type { ConversationSettings } from "./Conversation.js"
+import type { CompactionReason, TaskEvent } from "./Events.js"
+import type { RunId } from "./Ids.js"
+import type { CompactionSettings } from "./Settings.js"
 
 /**
- * Compaction planning, pure: how full the context is, when to compact, and where a sliding window
- * may cut. Token counts are estimates (⌈chars / 4⌉) anchored on the provider's last real usage.
+ * Compaction planning, pure: how full the context is, when to compact, what is summarized and what
+ * is kept, and where a sliding window may cut. Token counts are estimates (⌈chars / 4⌉) anchored on
+ * the provider's last real usage.
  */
 /** Whether a compaction can run now (`compactability()`). */
 export type Compactability = "ok" | "unsupported" | "empty" | "just_compacted"
@@ -103,4 +107,69 @@ export const planSlidingWindow = (
     if (window === undefined || keptTokens(cut) < window * 0.7) return Option.some({ cut, evictedPercent: percent })
   }
   return Option.none()
+}
+
+/**
+ * Whether the next request should start with a compaction, and why, from the current segment: the
+ * last request's usage reached maxContextLength (`context`), the segment holds maxSessionTurns turns
+ * (`turns`), or the estimate of the next request is above the pre-flight threshold (`preflight`).
+ */
+export const compactionTrigger = (
+  segment: ReadonlyArray<SegmentEntry>,
+  settings: Pick<ConversationSettings, "compaction" | "system_prompt" | "tools">
+): Option.Option<CompactionReason> => {
+  const compaction = settings.compaction
+  const lastUsage = segment.findLast((s) => s.item.type === "token_usage")?.item
+  if (compaction.maxContextLength > 0 && lastUsage?.type === "token_usage" && lastUsage.total_tokens >= compaction.maxContextLength) {
+    return Option.some("context")
+  }
+  const turns = segment.filter((s) => s.item.type === "request_begin" && s.item.attempt === 0 && s.item.purpose !== "compaction").length
+  if (compaction.maxSessionTurns > 0 && turns >= compaction.maxSessionTurns) return Option.some("turns")
+  const threshold = preflightThreshold(compaction.contextWindow ?? compaction.maxContextLength)
+  if (threshold !== undefined) {
+    const fixed = settings.system_prompt + JSON.stringify(settings.tools)
+    if (estimateContext(segment, fixed).tokens > threshold) return Option.some("preflight")
+  }
+  return Option.none()
+}
+
+/**
+ * Splits the model context for compaction: `tail` is this run's own input (it must follow the summary,
+ * not be summarized away); `keep` is a trailing assistant turn whose tool calls that input answers
+ * (a call must never lose its result); `older` is what may be summarized.
+ */
+export const splitContext = <S extends { readonly item: TaskEvent }>(context: ReadonlyArray<S>, runId: RunId) => {
+  const firstOwn = context.findIndex((s) => s.item.run_id === runId)
+  const head = firstOwn < 0 ? context : context.slice(0, firstOwn)
+  const tail = firstOwn < 0 ? [] : context.slice(firstOwn)
+  let turnStart = head.length
+  if (head.at(-1)?.item.type === "tool_call") {
+    while (turnStart > 0 && assistantSide.has(head[turnStart - 1]!.item.type)) turnStart--
+  }
+  return { older: head.slice(0, turnStart), keep: head.slice(turnStart), tail }
+}
+
+export interface CompactionPlan<S> {
+  /** What the summary replaces (nothing is summarized in `discard` mode: it is dropped). */
+  readonly summarize: ReadonlyArray<S>
+  /** What follows the summary verbatim, in order. */
+  readonly keep: ReadonlyArray<S>
+}
+
+/**
+ * What a compaction of `context` by run `runId` summarizes and what it keeps; none when there is
+ * nothing older than the run's own turn. A sliding window keeps the recent part of the older context too.
+ */
+export const planCompaction = <S extends { readonly item: TaskEvent }>(
+  context: ReadonlyArray<S>,
+  runId: RunId,
+  settings: CompactionSettings
+): Option.Option<CompactionPlan<S>> => {
+  const { keep, older, tail } = splitContext(context, runId)
+  if (older.length === 0) return Option.none()
+  const window = settings.contextWindow ?? (settings.maxContextLength > 0 ? settings.maxContextLength : undefined)
+  const cut = settings.mode === "sliding_window"
+    ? Option.match(planSlidingWindow(older.map((s) => s.item), window), { onNone: () => older.length, onSome: (plan) => plan.cut })
+    : older.length
+  return Option.some({ summarize: older.slice(0, cut), keep: [...older.slice(cut), ...keep, ...tail] })
 }

@@ -6,7 +6,8 @@ import type { FinishReason, ProviderEvent } from "./ProviderEvent.js"
 /**
  * Turns one model request's provider events into the run's stream items: deltas as they come,
  * each message complete right after its last delta, token usage held back to be the last model
- * item. Pure: `step` over events, then `end` when the provider stream finished.
+ * item. Pure: `step` over events (`stepAll` over a chunk of them), then `end` when the provider
+ * stream finished.
  */
 export type CompleteMessage = AssistantMessage | ReasoningMessage | ToolCall
 
@@ -135,10 +136,32 @@ export const step = (s: Assembly, event: ProviderEvent): Step => {
   }
 }
 
+/**
+ * `step` over the events one provider chunk carried (one network read): the assembly after all of
+ * them and everything they emitted, in order, so a run commits once per chunk rather than per event.
+ */
+export const stepAll = (s: Assembly, events: Iterable<ProviderEvent>): Step => {
+  let assembly = s
+  const out: Array<TaskEvent> = []
+  for (const event of events) {
+    const [next, emitted] = step(assembly, event)
+    assembly = next
+    out.push(...emitted)
+  }
+  return [assembly, out]
+}
+
 export type Outcome = "tool_calls" | "max_tokens" | "end_turn" | "empty"
 
+/** A request's model output once its provider stream has ended. */
+export interface Ended {
+  readonly assembly: Assembly
+  readonly events: ReadonlyArray<TaskEvent>
+  readonly outcome: Outcome
+}
+
 /** Closes what is open when the provider stream has ended; the usage comes last. */
-export const end = (s: Assembly): { readonly assembly: Assembly; readonly events: ReadonlyArray<TaskEvent>; readonly outcome: Outcome } => {
+export const end = (s: Assembly): Ended => {
   const [a, closed] = closeBoth(s)
   const closedAll = { ...a, calls: [] }
   const events = a.usage !== undefined ? [...closed, a.usage] : closed

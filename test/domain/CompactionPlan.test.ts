@@ -1,8 +1,18 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Option } from "effect"
-import { estimateContext, estimateTokens, planSlidingWindow, preflightThreshold, type SegmentEntry } from "../../src/domain/Compaction.js"
+import {
+  compactionTrigger,
+  estimateContext,
+  estimateTokens,
+  planCompaction,
+  planSlidingWindow,
+  preflightThreshold,
+  type SegmentEntry,
+  splitContext
+} from "../../src/domain/Compaction.js"
 import type { TaskEvent } from "../../src/domain/Events.js"
-import { Otid, ToolCallId } from "../../src/domain/Ids.js"
+import { Otid, RunId, ToolCallId } from "../../src/domain/Ids.js"
+import { type CompactionSettings, defaultCompactionSettings } from "../../src/domain/Settings.js"
 
 const otid = Otid.make("o")
 const user = (content: string): TaskEvent => ({ type: "user_message", content, otid })
@@ -97,5 +107,67 @@ describe("planSlidingWindow", () => {
   it("evicts at least 30%", () => {
     const plan = planSlidingWindow(alternating(20, 1))
     assert.isTrue(Option.isSome(plan) && plan.value.cut >= 6)
+  })
+})
+
+describe("compactionTrigger", () => {
+  const begin = (attempt: number, purpose?: "compaction"): TaskEvent => ({ type: "request_begin", attempt, ...(purpose !== undefined ? { purpose } : {}) })
+  const settings = (compaction: Partial<CompactionSettings>) => ({
+    compaction: { ...defaultCompactionSettings, ...compaction },
+    system_prompt: "",
+    tools: []
+  })
+
+  it("context: the last usage of the segment reached maxContextLength (≤0 disables it)", () => {
+    const segment = [user("a"), usage(100), user("b"), usage(60)].map(ctx)
+    assert.deepStrictEqual(compactionTrigger(segment, settings({ maxContextLength: 100 })), Option.none())
+    assert.deepStrictEqual(compactionTrigger(segment.slice(0, 2), settings({ maxContextLength: 100 })), Option.some("context"))
+    assert.deepStrictEqual(compactionTrigger(segment.slice(0, 2), settings({ maxContextLength: 0 })), Option.none())
+  })
+
+  it("turns: first requests of runs only, never reconnects or compaction requests", () => {
+    const segment = [begin(0), begin(1), begin(0, "compaction"), begin(0)].map(ctx)
+    assert.deepStrictEqual(compactionTrigger(segment, settings({ maxSessionTurns: 2 })), Option.some("turns"))
+    assert.deepStrictEqual(compactionTrigger(segment, settings({ maxSessionTurns: 3 })), Option.none())
+    assert.deepStrictEqual(compactionTrigger(segment, settings({ maxSessionTurns: -1 })), Option.none())
+  })
+
+  it("pre-flight: the estimate is over window − reserve; the system prompt and tools count without a usage", () => {
+    const segment = [usage(700), user(text(100))].map(ctx)
+    assert.deepStrictEqual(compactionTrigger(segment, settings({ maxContextLength: 0, contextWindow: 1000 })), Option.none())
+    assert.deepStrictEqual(compactionTrigger([...segment, ctx(user("x"))], settings({ maxContextLength: 0, contextWindow: 1000 })), Option.some("preflight"))
+    const fresh = [user(text(790))].map(ctx)
+    assert.deepStrictEqual(compactionTrigger(fresh, settings({ maxContextLength: 0, contextWindow: 1000 })), Option.none())
+    assert.deepStrictEqual(
+      compactionTrigger(fresh, { ...settings({ maxContextLength: 0, contextWindow: 1000 }), system_prompt: text(20) }),
+      Option.some("preflight")
+    )
+  })
+})
+
+describe("planCompaction", () => {
+  const runId = RunId.make("run-1")
+  const own = (item: TaskEvent): { readonly item: TaskEvent } => ({ item: { ...item, run_id: runId } })
+  const other = (item: TaskEvent): { readonly item: TaskEvent } => ({ item })
+  const summarize = { ...defaultCompactionSettings, mode: "summarize" as const }
+
+  it("the run's own input follows the summary, and so does the assistant turn whose calls it answers", () => {
+    const context = [other(user("u1")), other(assistant("a1")), other(user("u2")), other(assistant("a2")), other(call("c1")), own(result("c1"))]
+    const split = splitContext(context, runId)
+    assert.deepStrictEqual([split.older.length, split.keep.length, split.tail.length], [3, 2, 1])
+    assert.deepStrictEqual(planCompaction(context, runId, summarize), Option.some({ summarize: context.slice(0, 3), keep: context.slice(3) }))
+  })
+
+  it("nothing older than the run's own turn: nothing to compact", () => {
+    assert.isTrue(Option.isNone(planCompaction([own(user("u"))], runId, summarize)))
+    assert.isTrue(Option.isNone(planCompaction([other(assistant("a")), other(call("c1")), own(result("c1"))], runId, summarize)))
+  })
+
+  it("sliding_window summarizes only the evicted part and keeps the rest verbatim", () => {
+    const context = alternating(10, 10).map(other)
+    assert.deepStrictEqual(
+      planCompaction(context, runId, { ...summarize, mode: "sliding_window" }),
+      Option.some({ summarize: context.slice(0, 3), keep: context.slice(3) })
+    )
   })
 })

@@ -2,7 +2,7 @@ import { assert, describe, it } from "@effect/vitest"
 import type { TaskEvent } from "../../src/domain/Events.js"
 import { ToolCallId } from "../../src/domain/Ids.js"
 import type { ProviderEvent } from "../../src/domain/ProviderEvent.js"
-import { emptyAssembly, end, partial, step } from "../../src/domain/RunAssembler.js"
+import { emptyAssembly, end, partial, step, stepAll } from "../../src/domain/RunAssembler.js"
 
 const run = (events: ReadonlyArray<ProviderEvent>) => {
   let s = emptyAssembly
@@ -107,5 +107,26 @@ describe("RunAssembler", () => {
     const p = partial(s)
     assert.strictEqual(p.text, "Let me look and then")
     assert.deepStrictEqual(p.toolCalls.map((c) => c.tool_call_id), ["f"])
+  })
+
+  it("stepAll over a chunk of events is step over each of them, in order", () => {
+    const events: ReadonlyArray<ProviderEvent> = [
+      { _tag: "ReasoningDelta", text: "hm" },
+      { _tag: "TextDelta", text: "I will " },
+      { _tag: "ToolCallStart", id: "a", name: "Read" },
+      { _tag: "ToolCallDelta", id: "a", argumentsDelta: "{}" },
+      { _tag: "ToolCallEnd", id: "a", name: "Read", arguments: "{}" },
+      usage,
+      { _tag: "Finish", reason: "tool_calls" }
+    ]
+    const whole = run(events)
+    for (const cut of [0, 1, 3, events.length]) {
+      const [first, out1] = stepAll(emptyAssembly, events.slice(0, cut))
+      const [second, out2] = stepAll(first, events.slice(cut))
+      const ended = end(second)
+      assert.deepStrictEqual([...out1, ...out2, ...ended.events], whole.out, `cut at ${cut}`)
+      assert.deepStrictEqual(ended.assembly, whole.assembly)
+    }
+    assert.deepStrictEqual(stepAll(emptyAssembly, []), [emptyAssembly, []])
   })
 })

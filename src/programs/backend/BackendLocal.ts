@@ -1,51 +1,58 @@
-import { Effect, Layer, Option, Stream } from "effect"
+/**
+ * programs/backend/ is the stateful side of Baton: this module's local backend layer (the Backend
+ * port over Store + Provider, in process), the conversation actors (one job per conversation:
+ * ConversationActors, Jobs), the run (one model request and its reconnects: Run, StreamRequest), the
+ * run log (commit, then publish; follow from a seq: RunLog), compaction (Compaction), the dead-run
+ * rule applied at start-up (DeadRuns) and the title (Title). `baton serve` hosts the same layer; the
+ * client side (programs/session) reaches it only through the Backend port.
+ */
+import { Effect, Layer, Stream } from "effect"
 import { type Budgets, turnBudgets } from "../../domain/Recovery.js"
-import { makeActors } from "./ConversationActors.js"
-import { closeDeadRun } from "./DeadRuns.js"
-import { compactability } from "./CompactionTrigger.js"
-import { generateTitle } from "./Title.js"
 import { Backend } from "../../services/Backend.js"
-import { currentOwner, ownerAlive } from "../../services/ProcessIdentity.js"
-import { Provider } from "../../services/Provider.js"
+import { currentOwner } from "../../services/ProcessIdentity.js"
 import { Store } from "../../services/Store.js"
+import { Compactions } from "./Compaction.js"
+import { makeActors } from "./ConversationActors.js"
+import { closeDeadRuns } from "./DeadRuns.js"
+import { Runs } from "./Run.js"
+import { Titles } from "./Title.js"
+
+/** The backend's programs, over the ports the caller provides. */
+const programs = Layer.mergeAll(Runs.Default, Compactions.Default, Titles.Default)
 
 /**
  * The in-process backend: conversation actors over Store + Provider. At start-up, runs left
  * `running` by a process that died are closed as failed, so no conversation stays stuck busy.
  */
-export const makeBackendLocal = (options?: { readonly budgets?: Budgets }) =>
-  Effect.gen(function*() {
+export const makeBackendLocal = Effect.fn("BackendLocal.make")(
+  function*(options?: { readonly budgets?: Budgets }) {
     const store = yield* Store
-    const provider = yield* Provider
-    for (const run of (yield* store.runningRuns).filter((r) => !ownerAlive(r.owner))) {
-      yield* closeDeadRun(store, run).pipe(
-        Effect.catchAllCause((cause) => Effect.logWarning(`could not close dead run ${run.id}`, cause))
-      )
-    }
-    const actors = yield* makeActors({ store, provider, budgets: options?.budgets ?? turnBudgets, owner: currentOwner() })
+    yield* closeDeadRuns()
+    const actors = yield* makeActors({ budgets: options?.budgets ?? turnBudgets, owner: currentOwner() })
+    const compactions = yield* Compactions
+    const titles = yield* Titles
     return Backend.of({
       createConversation: (settings, opts) => store.createConversation(settings, opts),
       getConversation: (id) => store.getConversation(id),
       listConversations: (opts) => store.listConversations(opts),
       updateConversation: (id, patch) => store.updateConversation(id, patch),
-      send: actors.send,
-      streamRun: (runId, opts) =>
-        Stream.unwrap(Effect.as(store.getRun(runId), actors.follow(runId, opts?.after ?? 0))),
+      send: (id, input) => Stream.unwrap(actors.send(id, input)),
+      streamRun: (runId, opts) => Stream.unwrap(Effect.zipRight(store.getRun(runId), actors.follow(runId, opts?.after ?? 0))),
       cancel: actors.cancel,
       pendingApprovals: (id) => store.pendingApprovals(id),
       history: (id, cursor) => store.listItems(id, cursor),
       backfill: (id) => store.backfill(id),
       skipReconnectWait: actors.skipReconnectWait,
-      compact: actors.compact,
-      compactability: (id) =>
-        Effect.gen(function*() {
-          const conversation = yield* store.getConversation(id)
-          const busy = Option.isSome(yield* actors.jobs.get(id)) || Option.isSome(yield* store.activeRun(id))
-          return yield* compactability(store, conversation, busy)
-        }),
-      generateTitle: (id) => generateTitle(store, provider, id),
+      compact: (id, reason) => Stream.unwrap(actors.compact(id, reason)),
+      compactability: Effect.fn("BackendLocal.compactability")(function*(id) {
+        const conversation = yield* store.getConversation(id)
+        return yield* compactions.compactability(conversation, yield* actors.isBusy(id))
+      }),
+      generateTitle: titles.generate,
       exportTrace: (id, segment) => store.exportSegment(id, segment)
     })
-  })
+  },
+  Effect.provide(programs)
+)
 
 export const layerLocal = (options?: { readonly budgets?: Budgets }) => Layer.scoped(Backend, makeBackendLocal(options))

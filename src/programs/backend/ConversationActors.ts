@@ -1,205 +1,198 @@
-import { Cause, Deferred, Effect, Either, Fiber, Option, Ref, type Scope, Stream } from "effect"
-import type { BackendError } from "../../domain/Errors.js"
+import { Cause, Deferred, Effect, Either, Fiber, Option, Ref, type Stream } from "effect"
+import type { CarryOver } from "../../domain/CarryOver.js"
+import { closeCalls } from "../../domain/CarryOver.js"
+import type { BackendError, StoreError } from "../../domain/Errors.js"
 import { busyWith, InvalidInput } from "../../domain/Errors.js"
 import type { Chunk, CompactionReason } from "../../domain/Events.js"
+import type { NewItem } from "../../domain/History.js"
 import { type ConversationId, Otid, type RunId } from "../../domain/Ids.js"
 import { validateInput } from "../../domain/InputValidation.js"
 import type { Budgets } from "../../domain/Recovery.js"
-import type { CarryOver } from "../../domain/CarryOver.js"
-import { activityOf, type SendInput } from "../../domain/Run.js"
-import type { Provider } from "../../services/Provider.js"
-import type { NewItem } from "../../domain/History.js"
-import type { Store } from "../../services/Store.js"
-import { closeCalls } from "../../domain/CarryOver.js"
 import { skippableWait } from "../../domain/RecoverySchedule.js"
-import { type Job, type Jobs, makeJobs } from "./Jobs.js"
-import { followStored, makeRunFeed } from "./RunFeed.js"
-import { makeRunWriter, type RunWriter } from "./RunWriter.js"
-import { runCompaction } from "./Compaction.js"
-import { runTurn } from "./Run.js"
+import { activityOf, type SendInput } from "../../domain/Run.js"
+import { Store } from "../../services/Store.js"
+import { Compactions } from "./Compaction.js"
+import { type Job, makeJobs } from "./Jobs.js"
+import { Runs } from "./Run.js"
+import { followStored, makeRunLog, type RunLog } from "./RunLog.js"
 
 export interface Actors {
-  readonly send: (id: ConversationId, input: SendInput) => Stream.Stream<Chunk, BackendError>
-  readonly follow: (runId: RunId, after: number) => Stream.Stream<Chunk, BackendError>
+  /** Starts a run for `input` (or finds the one its otid started) and streams it from its first chunk. */
+  readonly send: (id: ConversationId, input: SendInput) => Effect.Effect<Stream.Stream<Chunk, BackendError>, BackendError>
+  /** A live run from this process's log, any other from the Store. */
+  readonly follow: (runId: RunId, after: number) => Effect.Effect<Stream.Stream<Chunk, BackendError>>
   readonly cancel: (id: ConversationId, carryOver?: CarryOver) => Effect.Effect<void, BackendError>
   readonly skipReconnectWait: (id: ConversationId) => Effect.Effect<void>
   /** A compaction as the conversation's one active job; its stream ends with a stop_reason. */
-  readonly compact: (id: ConversationId, reason: CompactionReason) => Stream.Stream<Chunk, BackendError>
-  /** Runs `job` as the conversation's one active job (compaction uses this too). */
-  readonly startJob: <E>(
-    id: ConversationId,
-    kind: Job["kind"],
-    admit: {
-      /** A run this request already started (its otid): followed, never a Conflict with itself. */
-      readonly existing?: Effect.Effect<Option.Option<RunId>, E>
-      readonly create: Effect.Effect<{ readonly runId: RunId; readonly lastSeq: number }, E>
-    },
-    body: (writer: RunWriter, job: Pick<Job, "cancelRequested" | "skip">, onStopped: Effect.Effect<void>) => Effect.Effect<void, unknown>
-  ) => Effect.Effect<RunId, E | BackendError>
-  readonly jobs: Jobs
+  readonly compact: (id: ConversationId, reason: CompactionReason) => Effect.Effect<Stream.Stream<Chunk, BackendError>, BackendError>
+  /** A run or a compaction is active on the conversation, here or in another process. */
+  readonly isBusy: (id: ConversationId) => Effect.Effect<boolean, StoreError>
 }
+
+/** How a job is admitted: the run this request already started (its otid), else a new one. */
+interface Admission<E> {
+  /** A run this request already started: followed, never a Conflict with itself. */
+  readonly existing?: Effect.Effect<Option.Option<RunId>, E>
+  readonly create: Effect.Effect<{ readonly runId: RunId; readonly lastSeq: number }, E>
+}
+
+type JobBody = (log: RunLog, job: Pick<Job, "cancelRequested" | "skip">, onStopped: Effect.Effect<void>) => Effect.Effect<void, unknown>
 
 /**
  * Conversation actors: at most one job per conversation, admitted under a short critical section,
  * running in the backend's scope (not the caller's), so a reader that goes away stops nothing.
  */
-export const makeActors = (deps: {
-  readonly store: Store["Type"]
-  readonly provider: Provider["Type"]
+export const makeActors = Effect.fn("Actors.make")(function*(options: {
   readonly budgets: Budgets
   /** Recorded on every run this process starts (see ProcessIdentity). */
   readonly owner: string
-}): Effect.Effect<Actors, never, Scope.Scope> =>
-  Effect.gen(function*() {
-    const { store } = deps
-    const scope = yield* Effect.scope
-    const jobs = yield* makeJobs
-    // Admission is a few index lookups on one connection; one lock keeps it simple and race-free.
-    const admission = yield* Effect.makeSemaphore(1)
+}) {
+  const store = yield* Store
+  const runs = yield* Runs
+  const compactions = yield* Compactions
+  const scope = yield* Effect.scope
+  const jobs = yield* makeJobs
+  // Admission is a few index lookups on one connection; one lock keeps it simple and race-free.
+  const admission = yield* Effect.makeSemaphore(1)
 
-    const busy = (id: ConversationId) =>
+  const activeJob = (id: ConversationId) =>
+    Effect.gen(function*() {
+      const job = yield* jobs.get(id)
+      if (Option.isSome(job)) return Option.some({ runId: job.value.runId, activity: job.value.kind })
+      return Option.map(yield* store.activeRun(id), (run) => ({ runId: run.id, activity: activityOf(run.kind) }))
+    })
+
+  const startJob = <E>(id: ConversationId, kind: Job["kind"], admit: Admission<E>, body: JobBody) =>
+    admission.withPermits(1)(
       Effect.gen(function*() {
-        const job = yield* jobs.get(id)
-        if (Option.isSome(job)) return yield* busyWith(id, job.value.runId, job.value.kind)
-        const active = yield* store.activeRun(id)
-        if (Option.isSome(active)) return yield* busyWith(id, active.value.id, activityOf(active.value.kind))
-      })
-
-    const startJob: Actors["startJob"] = (id, kind, admit, body) =>
-      admission.withPermits(1)(
-        Effect.gen(function*() {
-          const existing = admit.existing !== undefined ? yield* admit.existing : Option.none<RunId>()
-          if (Option.isSome(existing)) return existing.value
-          yield* busy(id)
-          const { lastSeq, runId } = yield* admit.create
-          const feed = yield* makeRunFeed(store, runId)
-          const writer = yield* makeRunWriter(store, feed, id, runId, lastSeq)
-          const cancelRequested = yield* Ref.make(false)
-          const skip = yield* Ref.make(yield* Deferred.make<void>())
-          const go = yield* Deferred.make<void>()
-          const onStopped = jobs.remove(id, runId)
-          const fiber = yield* Deferred.await(go).pipe(
-            Effect.zipRight(body(writer, { cancelRequested, skip }, onStopped)),
-            Effect.catchAllCause((cause) => Effect.logError(`${kind} ${runId} failed`, cause)),
-            Effect.ensuring(onStopped),
-            Effect.forkIn(scope)
-          )
-          yield* jobs.add({ conversationId: id, runId, kind, feed, fiber, cancelRequested, skip })
-          yield* Deferred.succeed(go, undefined)
-          return runId
-        })
-      )
-
-    const follow: Actors["follow"] = (runId, after) =>
-      Stream.unwrap(
-        Effect.map(jobs.byRun(runId), (job) => (Option.isSome(job) ? job.value.feed.follow(after) : followStored(store, runId, after)))
-      )
-
-    const send: Actors["send"] = (id, input) =>
-      Stream.unwrap(
-        Effect.gen(function*() {
-          const first = input.messages[0]
-          if (first === undefined) return yield* new InvalidInput({ message: "a run needs at least one input message" })
-          const conversation = yield* store.getConversation(id)
-          const create = Effect.gen(function*() {
-            const pending = yield* store.pendingApprovals(id)
-            const ordered = yield* Either.match(validateInput(id, input.messages, pending), {
-              onLeft: Effect.fail,
-              onRight: Effect.succeed
-            })
-            const { run } = yield* store.createRun(id, first.otid, "turn", { owner: deps.owner })
-            const events: ReadonlyArray<NewItem> = (input.events ?? []).map((item) => ({ item: { ...item, run_id: run.id } }))
-            yield* store.commit({
-              conversationId: id,
-              items: [...events, ...ordered.map((message): NewItem => ({ item: { ...message, run_id: run.id } }))]
-            }).pipe(Effect.catchTag("ChunkSeqError", Effect.die))
-            return { runId: run.id, lastSeq: run.lastSeq }
-          })
-          const runId = yield* startJob(
-            id,
-            "run",
-            {
-              // Checked inside admission: two sends of one otid, even concurrent, share one run.
-              existing: Effect.map(store.runByOtid(id, first.otid), Option.map((run) => run.id)),
-              create
-            },
-            (writer, job, onStopped) =>
-              runTurn({
-                store,
-                provider: deps.provider,
-                writer,
-                conversation,
-                thinking: input.thinking,
-                budgets: deps.budgets,
-                waitRetry: skippableWait(job.skip),
-                onStopped,
-                cancelRequested: Ref.get(job.cancelRequested),
-                compact: (reason) =>
-                  runCompaction({ store, provider: deps.provider, writer, conversation, reason, waitRetry: skippableWait(job.skip) })
-              })
-          )
-          return follow(runId, 0)
-        })
-      )
-
-    const cancel: Actors["cancel"] = (id, carryOver) =>
-      Effect.gen(function*() {
-        const job = yield* jobs.get(id)
-        if (Option.isSome(job)) {
-          yield* Ref.set(job.value.cancelRequested, true)
-          yield* Fiber.interrupt(job.value.fiber)
-        }
-        yield* admission.withPermits(1)(
-          Effect.gen(function*() {
-            // A run another process owns cannot be stopped from here; recording around it would interleave with it.
-            const foreign = yield* store.activeRun(id)
-            if (Option.isSome(foreign)) {
-              const { id: runId, kind } = foreign.value
-              return yield* busyWith(id, runId, activityOf(kind), `run ${runId} belongs to another Baton process; stop it there`)
-            }
-            const pending = yield* store.pendingApprovals(id)
-            const items: ReadonlyArray<NewItem> = closeCalls(pending, carryOver)
-            if (items.length > 0) {
-              yield* store.commit({ conversationId: id, items }).pipe(Effect.catchTag("ChunkSeqError", Effect.die))
-            }
-          })
+        const existing = admit.existing !== undefined ? yield* admit.existing : Option.none<RunId>()
+        if (Option.isSome(existing)) return existing.value
+        const active = yield* activeJob(id)
+        if (Option.isSome(active)) return yield* busyWith(id, active.value.runId, active.value.activity)
+        const { lastSeq, runId } = yield* admit.create
+        const log = yield* makeRunLog(store, { conversationId: id, runId, lastSeq })
+        const cancelRequested = yield* Ref.make(false)
+        const skip = yield* Ref.make(yield* Deferred.make<void>())
+        const go = yield* Deferred.make<void>()
+        const onStopped = jobs.remove(id, runId)
+        const fiber = yield* Deferred.await(go).pipe(
+          Effect.zipRight(body(log, { cancelRequested, skip }, onStopped)),
+          Effect.catchAllCause((cause) => Effect.logError(`${kind} ${runId} failed`, cause)),
+          Effect.ensuring(onStopped),
+          Effect.forkIn(scope)
         )
+        yield* jobs.add({ conversationId: id, runId, kind, log, fiber, cancelRequested, skip })
+        yield* Deferred.succeed(go, undefined)
+        return runId
       })
+    )
 
-    const skipReconnectWait: Actors["skipReconnectWait"] = (id) =>
-      Effect.flatMap(jobs.get(id), (job) =>
-        Option.isSome(job) ? Effect.flatMap(Ref.get(job.value.skip), (signal) => Deferred.succeed(signal, undefined)) : Effect.void)
-
-    const compact: Actors["compact"] = (id, reason) =>
-      Stream.unwrap(
-        Effect.gen(function*() {
-          const conversation = yield* store.getConversation(id)
-          const runId = yield* startJob(
-            id,
-            "compaction",
-            {
-              create: Effect.map(
-                store.createRun(id, Otid.make(`compaction-${crypto.randomUUID()}`), "compaction", { owner: deps.owner }),
-                ({ run }) => ({ runId: run.id, lastSeq: run.lastSeq })
-              )
-            },
-            (writer, job, onStopped) =>
-              Effect.gen(function*() {
-                const outcome = yield* runCompaction({ store, provider: deps.provider, writer, conversation, reason, waitRetry: skippableWait(job.skip) }).pipe(
-                  Effect.catchAllCause((cause) =>
-                    Cause.isInterruptedOnly(cause)
-                      ? Effect.failCause(cause)
-                      : Effect.as(Effect.logError("compaction failed unexpectedly", cause), "failed" as const)
-                  )
-                )
-                yield* writer.emit([{ event: { type: "stop_reason", reason: outcome === "ok" ? "end_turn" : "error" }, record: "item" }], {
-                  finish: { status: outcome === "ok" ? "completed" : "failed", stopReason: outcome === "ok" ? "end_turn" : "error", onCommitted: onStopped }
-                })
-              })
-          )
-          return follow(runId, 0)
-        })
-      )
-
-    return { send, follow, cancel, skipReconnectWait, startJob, jobs, compact }
+  const follow = Effect.fn("Actors.follow")(function*(runId: RunId, after: number) {
+    const job = yield* jobs.byRun(runId)
+    return Option.isSome(job) ? job.value.log.follow(after) : followStored(store, runId, after)
   })
+
+  const send = Effect.fn("Actors.send")(function*(id: ConversationId, input: SendInput) {
+    const first = input.messages[0]
+    if (first === undefined) return yield* new InvalidInput({ message: "a run needs at least one input message" })
+    const conversation = yield* store.getConversation(id)
+    const create = Effect.gen(function*() {
+      const pending = yield* store.pendingApprovals(id)
+      const ordered = yield* Either.match(validateInput(id, input.messages, pending), {
+        onLeft: Effect.fail,
+        onRight: Effect.succeed
+      })
+      const { run } = yield* store.createRun(id, first.otid, "turn", { owner: options.owner })
+      const events: ReadonlyArray<NewItem> = (input.events ?? []).map((item) => ({ item: { ...item, run_id: run.id } }))
+      yield* store.commit({
+        conversationId: id,
+        items: [...events, ...ordered.map((message): NewItem => ({ item: { ...message, run_id: run.id } }))]
+      }).pipe(Effect.catchTag("ChunkSeqError", Effect.die))
+      return { runId: run.id, lastSeq: run.lastSeq }
+    })
+    const runId = yield* startJob(
+      id,
+      "run",
+      {
+        // Checked inside admission: two sends of one otid, even concurrent, share one run.
+        existing: Effect.map(store.runByOtid(id, first.otid), Option.map((run) => run.id)),
+        create
+      },
+      (log, job, onStopped) =>
+        runs.run({
+          log,
+          conversation,
+          thinking: input.thinking,
+          budgets: options.budgets,
+          wait: skippableWait(job.skip),
+          onStopped,
+          cancelRequested: Ref.get(job.cancelRequested)
+        })
+    )
+    return yield* follow(runId, 0)
+  })
+
+  const cancel = Effect.fn("Actors.cancel")(function*(id: ConversationId, carryOver?: CarryOver) {
+    const job = yield* jobs.get(id)
+    if (Option.isSome(job)) {
+      yield* Ref.set(job.value.cancelRequested, true)
+      yield* Fiber.interrupt(job.value.fiber)
+    }
+    yield* admission.withPermits(1)(
+      Effect.gen(function*() {
+        // A run another process owns cannot be stopped from here; recording around it would interleave with it.
+        const foreign = yield* store.activeRun(id)
+        if (Option.isSome(foreign)) {
+          const { id: runId, kind } = foreign.value
+          return yield* busyWith(id, runId, activityOf(kind), `run ${runId} belongs to another Baton process; stop it there`)
+        }
+        const pending = yield* store.pendingApprovals(id)
+        const items: ReadonlyArray<NewItem> = closeCalls(pending, carryOver)
+        if (items.length > 0) {
+          yield* store.commit({ conversationId: id, items }).pipe(Effect.catchTag("ChunkSeqError", Effect.die))
+        }
+      })
+    )
+  })
+
+  const skipReconnectWait = Effect.fn("Actors.skipReconnectWait")(function*(id: ConversationId) {
+    const job = yield* jobs.get(id)
+    if (Option.isSome(job)) yield* Deferred.succeed(yield* Ref.get(job.value.skip), undefined)
+  })
+
+  const compact = Effect.fn("Actors.compact")(function*(id: ConversationId, reason: CompactionReason) {
+    const conversation = yield* store.getConversation(id)
+    const runId = yield* startJob(
+      id,
+      "compaction",
+      {
+        create: Effect.map(
+          store.createRun(id, Otid.make(`compaction-${crypto.randomUUID()}`), "compaction", { owner: options.owner }),
+          ({ run }) => ({ runId: run.id, lastSeq: run.lastSeq })
+        )
+      },
+      (log, job, onStopped) =>
+        Effect.gen(function*() {
+          const outcome = yield* compactions.run({ log, conversation, reason, wait: skippableWait(job.skip) }).pipe(
+            Effect.catchAllCause((cause) =>
+              Cause.isInterruptedOnly(cause)
+                ? Effect.failCause(cause)
+                : Effect.as(Effect.logError("compaction failed unexpectedly", cause), "failed" as const)
+            )
+          )
+          const stopReason = outcome === "ok" ? "end_turn" : "error"
+          yield* log.emit([{ event: { type: "stop_reason", reason: stopReason }, record: "item" }], {
+            finish: { status: outcome === "ok" ? "completed" : "failed", stopReason, onCommitted: onStopped }
+          })
+        })
+    )
+    return yield* follow(runId, 0)
+  })
+
+  const isBusy = Effect.fn("Actors.isBusy")(function*(id: ConversationId) {
+    return Option.isSome(yield* activeJob(id))
+  })
+
+  const actors: Actors = { send, follow, cancel, skipReconnectWait, compact, isBusy }
+  return actors
+})

@@ -2,22 +2,27 @@ import { Effect, Stream } from "effect"
 import type { Chunk, TaskEvent } from "../../domain/Events.js"
 import type { NewItem } from "../../domain/History.js"
 import type { Run } from "../../domain/Run.js"
-import type { Store } from "../../services/Store.js"
-import { makeRunFeed } from "./RunFeed.js"
-import { makeRunWriter } from "./RunWriter.js"
+import { ownerAlive } from "../../services/ProcessIdentity.js"
+import { Store } from "../../services/Store.js"
+import { makeRunLog } from "./RunLog.js"
 
 const PROCESS_STOPPED = {
   tag: "ProcessStopped",
   message: "the process running this run stopped before the run finished; send the message again to continue"
 }
 
+const attemptOf = (chunk: Chunk | undefined): number => (chunk?.type === "request_begin" ? chunk.attempt : 0)
+
 /**
- * Closes a run left `running` by a process that died, so its conversation is never stuck busy:
- * request_end{failed} (if a request was open), stop_reason{error}, and the messages the stream had
- * shown kept in the trace (never the model context: the request did not complete).
+ * The dead-run rule, at start-up: every run left `running` by a process that died is closed, so its
+ * conversation is never stuck busy: request_end{failed} (if a request was open), stop_reason{error},
+ * and the messages the stream had shown kept in the trace (never the model context: the request did
+ * not complete). A run that cannot be closed is logged and left.
  */
-export const closeDeadRun = (store: Store["Type"], run: Run) =>
-  Effect.gen(function*() {
+export const closeDeadRuns = Effect.fn("DeadRuns.closeAll")(function*() {
+  const store = yield* Store
+
+  const close = Effect.fn("DeadRuns.close")(function*(run: Run) {
     const chunks = yield* Stream.runCollect(store.readChunks(run.id, 0)).pipe(Effect.map((c) => Array.from(c)))
     const lastEnd = chunks.findLastIndex((c) => c.type === "request_end")
     const lastBegin = chunks.findLastIndex((c) => c.type === "request_begin")
@@ -31,13 +36,12 @@ export const closeDeadRun = (store: Store["Type"], run: Run) =>
       .slice(Math.max(lastMessage, lastBegin) + 1)
       .flatMap((c) => (c.type === "text_delta" ? [c.content] : []))
       .join("")
-    const feed = yield* makeRunFeed(store, run.id)
-    const writer = yield* makeRunWriter(store, feed, run.conversationId, run.id, run.lastSeq)
+    const log = yield* makeRunLog(store, { conversationId: run.conversationId, runId: run.id, lastSeq: run.lastSeq })
     const last: ReadonlyArray<TaskEvent> = [
       ...(openRequest ? [{ type: "request_end" as const, status: "failed" as const, attempt: attemptOf(chunks[lastBegin]), error: PROCESS_STOPPED }] : []),
       { type: "stop_reason", reason: "error", error: PROCESS_STOPPED }
     ]
-    yield* writer.emit(last.map((event) => ({ event, record: "item" as const })), {
+    yield* log.emit(last.map((event) => ({ event, record: "item" as const })), {
       before: [
         ...shown.map((item): NewItem => ({ item, traceOnly: true })),
         ...(openRequest && openText.length > 0
@@ -48,4 +52,7 @@ export const closeDeadRun = (store: Store["Type"], run: Run) =>
     })
   })
 
-const attemptOf = (chunk: Chunk | undefined): number => (chunk?.type === "request_begin" ? chunk.attempt : 0)
+  for (const run of (yield* store.runningRuns).filter((r) => !ownerAlive(r.owner))) {
+    yield* close(run).pipe(Effect.catchAllCause((cause) => Effect.logWarning(`could not close dead run ${run.id}`, cause)))
+  }
+})

@@ -1,6 +1,6 @@
 import { type Deferred, Effect, type Fiber, Option, Ref } from "effect"
 import type { ConversationId, RunId } from "../../domain/Ids.js"
-import type { RunFeed } from "./RunFeed.js"
+import type { RunLog } from "./RunLog.js"
 
 /**
  * The one active job (a run or a compaction) of each conversation that is live in this process.
@@ -11,7 +11,8 @@ export interface Job {
   readonly conversationId: ConversationId
   readonly runId: RunId
   readonly kind: "run" | "compaction"
-  readonly feed: RunFeed
+  /** The job's run log: followers of a live run read it here. */
+  readonly log: RunLog
   readonly fiber: Fiber.RuntimeFiber<unknown, unknown>
   /** Set before a user's cancel interrupts the fiber; a shutdown interrupt leaves it false. */
   readonly cancelRequested: Ref.Ref<boolean>
@@ -28,14 +29,15 @@ export interface Jobs {
 }
 
 export const makeJobs: Effect.Effect<Jobs> = Effect.map(Ref.make(new Map<ConversationId, Job>()), (ref) => ({
-  get: (id) => Effect.map(Ref.get(ref), (jobs) => Option.fromNullable(jobs.get(id))),
-  byRun: (runId) => Effect.map(Ref.get(ref), (jobs) => Option.fromNullable([...jobs.values()].find((j) => j.runId === runId))),
-  add: (job) => Ref.update(ref, (jobs) => new Map(jobs).set(job.conversationId, job)),
-  remove: (id, runId) =>
+  get: Effect.fn("Jobs.get")((id: ConversationId) => Effect.map(Ref.get(ref), (jobs) => Option.fromNullable(jobs.get(id)))),
+  byRun: Effect.fn("Jobs.byRun")((runId: RunId) =>
+    Effect.map(Ref.get(ref), (jobs) => Option.fromNullable([...jobs.values()].find((j) => j.runId === runId)))),
+  add: Effect.fn("Jobs.add")((job: Job) => Ref.update(ref, (jobs) => new Map(jobs).set(job.conversationId, job))),
+  remove: Effect.fn("Jobs.remove")((id: ConversationId, runId: RunId) =>
     Ref.update(ref, (jobs) => {
       if (jobs.get(id)?.runId !== runId) return jobs
       const next = new Map(jobs)
       next.delete(id)
       return next
-    })
+    }))
 }))

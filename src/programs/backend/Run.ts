@@ -1,241 +1,253 @@
-import { Cause, Effect, Either, Option, Ref, Stream } from "effect"
+import { Cause, Effect, Option, Ref } from "effect"
 import type { Conversation } from "../../domain/Conversation.js"
 import { EmptyResponse } from "../../domain/Errors.js"
-import { type CompactionReason, type ErrorInfo, errorInfo, type StopReasonValue, type TaskEvent } from "../../domain/Events.js"
-import { Otid } from "../../domain/Ids.js"
-import type { ToolCall, UserMessage } from "../../domain/Messages.js"
-import type { ThinkingLevel } from "../../domain/ProviderEvent.js"
-import { isMessage } from "../../domain/ItemLog.js"
-import { type Attempts, type Budgets, EMPTY_RESPONSE_REMINDER, type Failure, noAttempts, step as policyStep } from "../../domain/Recovery.js"
-import { type Assembly, emptyAssembly, end, partial, step } from "../../domain/RunAssembler.js"
-import { turnRetriedText } from "../../domain/Tags.js"
-import type { Provider } from "../../services/Provider.js"
+import { type Chunk, type ErrorInfo, errorInfo, type StopReasonValue, type TaskEvent } from "../../domain/Events.js"
 import type { NewItem } from "../../domain/History.js"
-import type { Store } from "../../services/Store.js"
-import type { CompactionOutcome } from "./Compaction.js"
-import { compactionTrigger } from "./CompactionTrigger.js"
-import type { RunWriter, WriteError } from "./RunWriter.js"
+import { Otid } from "../../domain/Ids.js"
+import { isMessage } from "../../domain/ItemLog.js"
+import type { ToolCall, UserMessage } from "../../domain/Messages.js"
+import { modelRequest } from "../../domain/ModelRequest.js"
+import type { ThinkingLevel } from "../../domain/ProviderEvent.js"
+import { type Budgets, EMPTY_RESPONSE_REMINDER, type Failure } from "../../domain/Recovery.js"
+import { retry, type Step } from "../../domain/RecoverySchedule.js"
+import { type Assembly, emptyAssembly, type Ended, partial } from "../../domain/RunAssembler.js"
+import { turnRetriedText } from "../../domain/Tags.js"
+import { Provider } from "../../services/Provider.js"
+import { Store } from "../../services/Store.js"
+import { Compactions } from "./Compaction.js"
+import type { EmitOptions, Entry, RunLog } from "./RunLog.js"
+import { streamRequest } from "./StreamRequest.js"
 
-export interface TurnContext {
-  readonly store: Store["Type"]
-  readonly provider: Provider["Type"]
-  readonly writer: RunWriter
+/** One run as the conversation's actor starts it. */
+export interface RunJob {
+  readonly log: RunLog
   readonly conversation: Conversation
   readonly thinking: ThinkingLevel | undefined
   readonly budgets: Budgets
   /** The announced reconnect wait; ends early on skipReconnectWait. */
-  readonly waitRetry: (delayMs: number) => Effect.Effect<void>
+  readonly wait: (delayMs: number) => Effect.Effect<void>
   /** Frees the conversation once the stop_reason is committed, before anyone sees it. */
   readonly onStopped: Effect.Effect<void>
   /** True when an interrupt is a user's cancel (recorded) rather than a shutdown (left for the start-up rule). */
   readonly cancelRequested: Effect.Effect<boolean>
-  /** Compacts the conversation inside this run (same writer, same stream). */
-  readonly compact: (reason: CompactionReason) => Effect.Effect<CompactionOutcome, WriteError>
 }
 
-interface TurnState {
+/** What the run has committed, written only by its emitter (with each commit), read by every path that ends the run. */
+interface RunRecord {
+  /** The current request's assembly as of its last committed provider chunk. */
   readonly assembly: Assembly
+  /** request_begins committed; the current request is attempt `requests - 1`. */
+  readonly requests: number
+  /** The current request's request_begin is committed and its request_end is not. */
   readonly inRequest: boolean
-  readonly attempt: number
   /** Messages of the current request as committed chunks, in order. */
-  readonly shown: ReadonlyArray<TaskEvent>
+  readonly shown: ReadonlyArray<Chunk>
   /** Complete tool calls of failed attempts: they stand, and join the final turn's calls. */
-  readonly carried: ReadonlyArray<TaskEvent>
+  readonly carried: ReadonlyArray<Chunk>
+  /** The next request ends with the empty-response reminder. */
+  readonly reminder: boolean
   readonly finished: boolean
 }
 
+const initial: RunRecord = { assembly: emptyAssembly, requests: 0, inRequest: false, shown: [], carried: [], reminder: false, finished: false }
+
 const messageTypes: ReadonlySet<string> = new Set(["reasoning_message", "assistant_message", "tool_call"])
 
-const stopReasonEvent = (reason: StopReasonValue, error: ErrorInfo | undefined): TaskEvent => ({
-  type: "stop_reason",
-  reason,
-  ...(error !== undefined ? { error } : {})
-})
+const isToolCall = (chunk: Chunk): chunk is Chunk & ToolCall => chunk.type === "tool_call"
+
+const attemptOf = (record: RunRecord) => record.requests - 1
 
 const traceOnly = (events: ReadonlyArray<TaskEvent>): ReadonlyArray<NewItem> => events.map((item) => ({ item, traceOnly: true }))
 
 /**
- * One run: a model request plus its reconnects, ending with exactly one stop_reason. Every decision
- * about a failure comes from the recovery policy; this only carries it out.
+ * What a run that ends now still has to record: the carried calls, and the open request's messages.
+ * Between attempts (a reconnect wait, a compaction) the last request's messages are recorded already:
+ * its request_end took the others, and its calls are among the carried ones.
  */
-export const runTurn = (ctx: TurnContext): Effect.Effect<void, WriteError> =>
-  Effect.gen(function*() {
-    const { writer } = ctx
-    const state = yield* Ref.make<TurnState>({
-      assembly: emptyAssembly,
-      inRequest: false,
-      attempt: 0,
-      shown: [],
-      carried: [],
-      finished: false
-    })
-    const emitModel = (events: ReadonlyArray<TaskEvent>) =>
+const unrecorded = (r: RunRecord): ReadonlyArray<Chunk> => [...r.carried, ...(r.inRequest ? r.shown : [])]
+
+const stopStatus = (reason: StopReasonValue) =>
+  reason === "cancelled" ? "cancelled" as const : reason === "error" || reason === "auth" ? "failed" as const : "completed" as const
+
+/** The run's one writer: each method commits through the run log and updates the record in the same uninterruptible step. */
+const makeEmitter = (log: RunLog, record: Ref.Ref<RunRecord>, onStopped: Effect.Effect<void>) => {
+  const commit = (entries: ReadonlyArray<Entry>, options: EmitOptions, update: (r: RunRecord, chunks: ReadonlyArray<Chunk>) => RunRecord) =>
+    Effect.uninterruptible(Effect.flatMap(log.emit(entries, options), (chunks) => Ref.update(record, (r) => update(r, chunks))))
+
+  return {
+    begin: Effect.flatMap(Ref.get(record), (r) =>
+      commit([{ event: { type: "request_begin", attempt: r.requests }, record: "item" }], {}, (current) => ({
+        ...current,
+        assembly: emptyAssembly,
+        requests: current.requests + 1,
+        inRequest: true,
+        shown: []
+      }))),
+
+    /** The items of one provider chunk (or the closing ones), streamed but not yet recorded. */
+    model: (assembly: Assembly, events: ReadonlyArray<TaskEvent>) =>
       events.length === 0
-        ? Effect.void
-        : Effect.flatMap(writer.emit(events.map((event) => ({ event }))), (chunks) =>
-          Ref.update(state, (s) => ({ ...s, shown: [...s.shown, ...chunks.filter((c) => messageTypes.has(c.type))] })))
-    const stop = (
-      entries: ReadonlyArray<TaskEvent>,
-      stopReason: "end_turn" | "requires_approval" | "max_tokens" | "error" | "auth" | "cancelled",
-      before: ReadonlyArray<NewItem>,
-      error?: ErrorInfo
-    ) =>
-      Effect.zipRight(
-        Ref.update(state, (s) => ({ ...s, finished: true })),
-        writer.emit(
-          [...entries, stopReasonEvent(stopReason, error)].map((event) => ({
+        ? Ref.update(record, (r) => ({ ...r, assembly }))
+        : commit(events.map((event) => ({ event })), {}, (r, chunks) => ({
+          ...r,
+          assembly,
+          shown: [...r.shown, ...chunks.filter((c) => messageTypes.has(c.type))]
+        })),
+
+    /** request_end{retrying}: the attempt's messages go to the trace, its tool calls are carried to the final turn. */
+    retrying: (step: Step<Failure>, delayMs: number) =>
+      Effect.flatMap(Ref.get(record), (r) =>
+        commit(
+          [{
+            event: { type: "request_end", status: "retrying", attempt: attemptOf(r), retry_in_ms: delayMs, error: errorInfo(step.failure) },
+            record: "item"
+          }],
+          { before: traceOnly(r.shown.filter((c) => !isToolCall(c))) },
+          (current) => ({
+            ...current,
+            inRequest: false,
+            carried: [...current.carried, ...current.shown.filter(isToolCall)],
+            reminder: step.decision._tag === "Retry" && step.decision.reminder
+          })
+        )),
+
+    /** `[turn_retried]`: what the failed attempt said, as context for the next one, so no tool runs twice. */
+    retried: Effect.flatMap(Ref.get(record), (r) => {
+      const left = partial(r.assembly)
+      const calls = r.shown.filter(isToolCall)
+      const block = left.text.length > 0 || left.toolCalls.length > 0 ? turnRetriedText(left.text, calls) : ""
+      const context: ReadonlyArray<NewItem> = block.length > 0
+        ? [{ item: { type: "user_message", content: block, otid: Otid.make(`${log.runId}-retry-${r.requests}`) }, contextOnly: true }]
+        : []
+      return commit([{ event: { type: "turn_retried", attempt: r.requests, content: block }, record: "item" }], { after: context }, (current) => current)
+    }),
+
+    /** The run's end: the last entries, then its one stop_reason, committed with the run's status. */
+    stop: (entries: ReadonlyArray<TaskEvent>, stopReason: StopReasonValue, before: ReadonlyArray<NewItem>, error?: ErrorInfo) =>
+      Effect.uninterruptible(Effect.zipRight(
+        Ref.update(record, (r) => ({ ...r, finished: true })),
+        log.emit(
+          [...entries, { type: "stop_reason", reason: stopReason, ...(error !== undefined ? { error } : {}) } satisfies TaskEvent].map((event) => ({
             event,
             record: "item" as const
           })),
-          {
-            before,
-            finish: {
-              status: stopReason === "cancelled" ? "cancelled" : stopReason === "error" || stopReason === "auth" ? "failed" : "completed",
-              stopReason,
-              onCommitted: ctx.onStopped
-            }
-          }
+          { before, finish: { status: stopStatus(stopReason), stopReason, onCommitted: onStopped } }
         )
-      )
+      ))
+  }
+}
 
-    const attemptOnce = (attempt: number, reminder: boolean) =>
-      Effect.gen(function*() {
-        const context = yield* ctx.store.modelContext(ctx.conversation.id)
+/**
+ * The run: one model request plus its reconnects, ending with exactly one stop_reason. Each attempt
+ * is a fold of the provider stream into the run log; every decision about a failure comes from the
+ * recovery policy (RecoverySchedule.retry), whose hooks announce it, wait and prepare the next attempt.
+ */
+export class Runs extends Effect.Service<Runs>()("baton/Runs", {
+  effect: Effect.gen(function*() {
+    const store = yield* Store
+    const provider = yield* Provider
+    const compactions = yield* Compactions
+
+    const run = Effect.fn("Runs.run")(function*(job: RunJob) {
+      const { conversation, log } = job
+      const record = yield* Ref.make(initial)
+      const emitter = makeEmitter(log, record, job.onStopped)
+      const reminder: UserMessage = { type: "user_message", content: EMPTY_RESPONSE_REMINDER, otid: Otid.make("system-reminder") }
+
+      // A store that breaks outside the provider stream is a defect: the defect path below ends the run.
+      const attempt = Effect.gen(function*() {
+        const context = yield* Effect.orDie(store.modelContext(conversation.id))
         const history = context.flatMap((stored) => (isMessage(stored.item) ? [stored.item] : []))
-        const settings = ctx.conversation.settings
-        const reminderMessage: UserMessage = { type: "user_message", content: EMPTY_RESPONSE_REMINDER, otid: Otid.make("system-reminder") }
-        yield* Ref.update(state, (s) => ({ ...s, assembly: emptyAssembly, inRequest: true, attempt, shown: [] }))
-        yield* writer.emit([{ event: { type: "request_begin", attempt }, record: "item" }])
-        return yield* ctx.provider.stream({
-          ...(settings.model !== undefined ? { model: settings.model } : {}),
-          system: settings.system_prompt,
-          history: reminder ? [...history, reminderMessage] : history,
-          tools: settings.tools,
-          ...(settings.max_output_tokens !== undefined ? { maxOutputTokens: settings.max_output_tokens } : {}),
-          ...(ctx.thinking !== undefined ? { thinking: ctx.thinking } : {})
-        }).pipe(
-          Stream.runForEachChunk((events) =>
-            Effect.gen(function*() {
-              const s = yield* Ref.get(state)
-              let assembly = s.assembly
-              const out: Array<TaskEvent> = []
-              for (const event of events) {
-                const [next, emitted] = step(assembly, event)
-                assembly = next
-                out.push(...emitted)
-              }
-              yield* Ref.update(state, (current) => ({ ...current, assembly }))
-              yield* emitModel(out)
-            })
-          ),
-          Effect.either
-        )
+        const { reminder: remind } = yield* Ref.get(record)
+        yield* Effect.orDie(emitter.begin)
+        const request = modelRequest(conversation.settings, remind ? [...history, reminder] : history, job.thinking)
+        const ended = yield* streamRequest(provider, request, emitter.model)
+        // The usage is held back: it is the last model chunk, committed with the request_end.
+        yield* Effect.orDie(emitter.model(ended.assembly, ended.events.filter((e) => e.type !== "token_usage")))
+        if (ended.outcome === "empty") return yield* new EmptyResponse({ message: "the model returned neither text nor a tool call" })
+        return ended
       })
 
-    const body = Effect.gen(function*() {
-      let attempts: Attempts = noAttempts
-      let reminder = false
-      const trigger = yield* compactionTrigger(ctx.store, ctx.conversation)
-      if (Option.isSome(trigger)) yield* ctx.compact(trigger.value)
-      for (let attempt = 0;; attempt++) {
-        const streamed = yield* attemptOnce(attempt, reminder)
-        let failure: Failure & { readonly message?: string }
-        if (Either.isRight(streamed)) {
-          const ended = end((yield* Ref.get(state)).assembly)
-          yield* Ref.update(state, (s) => ({ ...s, assembly: ended.assembly }))
-          if (ended.outcome !== "empty") {
-            yield* emitModelClosing(ended.events)
-            const s = yield* Ref.get(state)
-            // Calls a failed attempt issued still stand: they need results whatever this attempt said.
-            const reason = ended.outcome === "tool_calls" || s.carried.length > 0
-              ? "requires_approval"
-              : ended.outcome === "max_tokens" ? "max_tokens" : "end_turn"
-            const usage = ended.events.filter((e) => e.type === "token_usage")
-            return yield* stop(
-              [...usage, { type: "request_end", status: "ok", attempt }],
-              reason,
-              [...s.carried, ...s.shown].map((item) => ({ item }))
-            )
-          }
-          yield* emitModelClosing(ended.events.filter((e) => e.type !== "token_usage"))
-          failure = new EmptyResponse({ message: "the model returned neither text nor a tool call" })
-        } else {
-          failure = streamed.left
-        }
-        const next = policyStep(attempts, failure, ctx.budgets)
-        attempts = next.attempts
-        const s = yield* Ref.get(state)
-        const calls = s.shown.filter((m) => m.type === "tool_call")
-        const others = s.shown.filter((m) => m.type !== "tool_call")
-        const info = errorInfo(failure)
-        if (next.decision._tag === "CompactThenRetry") {
-          yield* writer.emit([{ event: { type: "request_end", status: "retrying", attempt, retry_in_ms: 0, error: info }, record: "item" }], {
-            before: traceOnly(others)
-          })
-          yield* Ref.update(state, (current) => ({ ...current, inRequest: false, carried: [...current.carried, ...calls] }))
-          yield* ctx.compact("overflow")
-          reminder = false
-          continue
-        }
-        if (next.decision._tag !== "Retry") {
-          const status = next.decision._tag === "Fail" && next.decision.status === "auth" ? "auth" : "failed"
-          return yield* stop(
-            [{ type: "request_end", status, attempt, error: info }],
+      const answered = (ended: Ended) =>
+        Effect.gen(function*() {
+          const r = yield* Ref.get(record)
+          // Calls a failed attempt issued still stand: they need results whatever this attempt said.
+          const reason = ended.outcome === "tool_calls" || r.carried.length > 0
+            ? "requires_approval"
+            : ended.outcome === "max_tokens" ? "max_tokens" : "end_turn"
+          return yield* emitter.stop(
+            [...ended.events.filter((e) => e.type === "token_usage"), { type: "request_end", status: "ok", attempt: attemptOf(r) }],
+            reason,
+            [...r.carried, ...r.shown].map((item) => ({ item }))
+          )
+        })
+
+      const gaveUp = (failure: Failure, step: Step<Failure>) =>
+        Effect.gen(function*() {
+          const r = yield* Ref.get(record)
+          const status = step.decision._tag === "Fail" && step.decision.status === "auth" ? "auth" : "failed"
+          const info = errorInfo(failure)
+          return yield* emitter.stop(
+            [{ type: "request_end", status, attempt: attemptOf(r), error: info }],
             status === "auth" ? "auth" : "error",
-            traceOnly([...s.carried, ...s.shown]),
+            traceOnly(unrecorded(r)),
             info
           )
-        }
-        const delayMs = next.decision.delayMs
-        yield* writer.emit([{ event: { type: "request_end", status: "retrying", attempt, retry_in_ms: delayMs, error: info }, record: "item" }], {
-          before: traceOnly(others)
         })
-        yield* Ref.update(state, (current) => ({ ...current, inRequest: false, carried: [...current.carried, ...calls] }))
-        yield* ctx.waitRetry(delayMs)
-        const left = partial(s.assembly)
-        const block = left.text.length > 0 || left.toolCalls.length > 0 ? turnRetriedText(left.text, calls as ReadonlyArray<ToolCall>) : ""
-        const context: ReadonlyArray<NewItem> = block.length > 0
-          ? [{ item: { type: "user_message", content: block, otid: Otid.make(`${writer.runId}-retry-${attempt + 1}`) }, contextOnly: true }]
-          : []
-        yield* writer.emit([{ event: { type: "turn_retried", attempt: attempt + 1, content: block }, record: "item" }], { after: context })
-        reminder = next.decision.reminder
-      }
-    })
 
-    const emitModelClosing = (events: ReadonlyArray<TaskEvent>) => emitModel(events.filter((e) => e.type !== "token_usage"))
-
-    const onInterrupt = Effect.gen(function*() {
-      const s = yield* Ref.get(state)
-      if (s.finished || !(yield* ctx.cancelRequested)) return
-      // Text still open when the cancel landed was only ever shown as deltas; keep it in the trace.
-      const unsaid = s.assembly.text ?? ""
-      const partialText: ReadonlyArray<NewItem> = unsaid.length > 0
-        ? [{ item: { type: "assistant_message", content: unsaid, run_id: writer.runId }, traceOnly: true }]
-        : []
-      yield* stop(
-        s.inRequest ? [{ type: "request_end", status: "cancelled", attempt: s.attempt }] : [],
-        "cancelled",
-        [...traceOnly([...s.carried, ...s.shown]), ...partialText]
-      ).pipe(Effect.catchAll((e) => Effect.logWarning("could not record the cancelled run", e)))
-    })
-
-    // A defect (a bug, a store that broke) still ends the run with a stop_reason, so no reader waits forever.
-    const onDefect = (cause: Cause.Cause<unknown>) =>
-      Effect.gen(function*() {
-        const s = yield* Ref.get(state)
-        if (s.finished) return
-        const info = { tag: "InternalError", message: Cause.pretty(cause).split("\n")[0] ?? "internal error" }
-        yield* Effect.logError("run failed unexpectedly", cause)
-        yield* stop(
-          s.inRequest ? [{ type: "request_end", status: "failed", attempt: s.attempt, error: info }] : [],
-          "error",
-          traceOnly([...s.carried, ...s.shown]),
-          info
-        )
+      const body = Effect.gen(function*() {
+        const trigger = yield* compactions.trigger(conversation)
+        if (Option.isSome(trigger)) yield* compactions.run({ log, conversation, reason: trigger.value, wait: job.wait })
+        const ended = yield* retry(Effect.asSome(attempt), {
+          budgets: job.budgets,
+          announce: (step, delayMs) => Effect.orDie(emitter.retrying(step, delayMs)),
+          wait: job.wait,
+          prepare: (step) =>
+            step.decision._tag === "CompactThenRetry"
+              ? Effect.asVoid(compactions.run({ log, conversation, reason: "overflow", wait: job.wait }))
+              : Effect.orDie(emitter.retried),
+          orElse: (failure, step) => Effect.as(gaveUp(failure, step), Option.none())
+        })
+        if (Option.isSome(ended)) yield* answered(ended.value)
       })
 
-    yield* body.pipe(
-      Effect.onInterrupt(() => onInterrupt),
-      Effect.catchAllCause((cause) => (Cause.isInterruptedOnly(cause) ? Effect.failCause(cause) : onDefect(cause)))
-    )
-  })
+      const onInterrupt = Effect.gen(function*() {
+        const r = yield* Ref.get(record)
+        if (r.finished || !(yield* job.cancelRequested)) return
+        // Text still open when the cancel landed was only ever shown as deltas; keep it in the trace.
+        const unsaid = r.assembly.text ?? ""
+        const partialText: ReadonlyArray<NewItem> = unsaid.length > 0
+          ? [{ item: { type: "assistant_message", content: unsaid, run_id: log.runId }, traceOnly: true }]
+          : []
+        yield* emitter.stop(
+          r.inRequest ? [{ type: "request_end", status: "cancelled", attempt: attemptOf(r) }] : [],
+          "cancelled",
+          [...traceOnly(unrecorded(r)), ...partialText]
+        ).pipe(Effect.catchAll((e) => Effect.logWarning("could not record the cancelled run", e)))
+      })
+
+      // A defect (a bug, a store that broke) still ends the run with a stop_reason, so no reader waits forever.
+      const onDefect = (cause: Cause.Cause<unknown>) =>
+        Effect.gen(function*() {
+          const r = yield* Ref.get(record)
+          if (r.finished) return
+          const info = { tag: "InternalError", message: Cause.pretty(cause).split("\n")[0] ?? "internal error" }
+          yield* Effect.logError("run failed unexpectedly", cause)
+          yield* emitter.stop(
+            r.inRequest ? [{ type: "request_end", status: "failed", attempt: attemptOf(r), error: info }] : [],
+            "error",
+            traceOnly(unrecorded(r)),
+            info
+          )
+        })
+
+      yield* body.pipe(
+        Effect.onInterrupt(() => onInterrupt),
+        Effect.catchAllCause((cause) => (Cause.isInterruptedOnly(cause) ? Effect.failCause(cause) : Effect.asVoid(onDefect(cause))))
+      )
+    })
+
+    return { run } as const
+  }),
+  dependencies: [Compactions.Default]
+}) {}

@@ -1,0 +1,131 @@
+import { Chunk as EChunk, Effect, Option, PubSub, Ref, Stream } from "effect"
+import type { ChunkSeqError, NotFound, StoreError } from "../../domain/Errors.js"
+import type { Chunk, StopReasonValue, TaskEvent } from "../../domain/Events.js"
+import type { NewItem } from "../../domain/History.js"
+import type { ConversationId, RunId } from "../../domain/Ids.js"
+import type { RunStatus } from "../../domain/Run.js"
+import type { Store } from "../../services/Store.js"
+
+/**
+ * The run log: commit, then publish; follow from a seq. The producer numbers a run's items (seq 1,
+ * 2, 3…), commits each batch with its history items in one transaction, and only then publishes it,
+ * so nobody ever sees a chunk the Store does not have. A follower subscribes first, then reads the
+ * Store to its end, then takes live chunks with a higher seq: no gap (anything committed after the
+ * read was published after the subscription) and no duplicate (the seq filter). See
+ * research/effect3-recipes.md §4.
+ */
+export interface RunLog {
+  readonly runId: RunId
+  readonly conversationId: ConversationId
+  readonly emit: (entries: ReadonlyArray<Entry>, options?: EmitOptions) => Effect.Effect<ReadonlyArray<Chunk>, WriteError>
+  readonly follow: (after: number) => Stream.Stream<Chunk, NotFound | StoreError>
+}
+
+/** One streamed item; `record` also keeps it in the conversation's history ("trace" = trace only). */
+export interface Entry {
+  readonly event: TaskEvent
+  readonly record?: "item" | "trace"
+}
+
+export interface EmitOptions {
+  /** History items committed before the entries' own (e.g. messages streamed earlier in this request). */
+  readonly before?: ReadonlyArray<NewItem>
+  /** History items committed after them (e.g. context-only text that is not a chunk). */
+  readonly after?: ReadonlyArray<NewItem>
+  readonly finish?: Finish
+  /** Start a new trace segment before these items (a successful compaction). */
+  readonly newSegment?: boolean
+}
+
+export interface Finish {
+  readonly status: Exclude<RunStatus, "running">
+  readonly stopReason: StopReasonValue
+  /** Runs after the commit and before the stop_reason is published (the actor frees the conversation here). */
+  readonly onCommitted: Effect.Effect<void>
+}
+
+export type WriteError = StoreError | NotFound | ChunkSeqError
+
+const isStop = (chunk: Chunk): boolean => chunk.type === "stop_reason"
+
+export const makeRunLog = Effect.fn("RunLog.make")(function*(
+  store: Store["Type"],
+  run: { readonly conversationId: ConversationId; readonly runId: RunId; readonly lastSeq: number }
+) {
+  const { conversationId, runId } = run
+  const pubsub = yield* PubSub.unbounded<Chunk>()
+  const seqRef = yield* Ref.make(run.lastSeq)
+
+  const emit = Effect.fn("RunLog.emit")(
+    function*(entries: ReadonlyArray<Entry>, options?: EmitOptions) {
+      const first = yield* Ref.get(seqRef)
+      const chunks: Array<Chunk> = entries.map((entry, i) => ({ ...entry.event, run_id: runId, seq: first + i + 1 }))
+      const items: Array<NewItem> = []
+      entries.forEach((entry, i) => {
+        if (entry.record !== undefined) items.push({ item: chunks[i]!, ...(entry.record === "trace" ? { traceOnly: true } : {}) })
+      })
+      yield* store.commit({
+        conversationId,
+        chunks,
+        items: [...(options?.before ?? []), ...items, ...(options?.after ?? [])],
+        ...(options?.newSegment === true ? { newSegment: true } : {}),
+        ...(options?.finish !== undefined
+          ? { finishRun: { runId, status: options.finish.status, stopReason: options.finish.stopReason } }
+          : {})
+      })
+      yield* Ref.set(seqRef, first + chunks.length)
+      if (options?.finish !== undefined) yield* options.finish.onCommitted
+      yield* PubSub.publishAll(pubsub, chunks)
+      return chunks as ReadonlyArray<Chunk>
+    },
+    Effect.uninterruptible // a commit and its publish are one step: an interrupt lands before or after
+  )
+
+  const follow = (after: number): Stream.Stream<Chunk, NotFound | StoreError> =>
+    Stream.unwrapScoped(
+      Effect.gen(function*() {
+        const live = yield* PubSub.subscribe(pubsub)
+        const last = yield* Ref.make(after)
+        const seen = <E>(stream: Stream.Stream<Chunk, E>) => Stream.tap(stream, (c) => Ref.set(last, c.seq))
+        const backlog = seen(store.readChunks(runId, after))
+        // A run that has finished has all its chunks in the Store (its end commits before it is
+        // published): read the rest there, so a follower that joins at or after the end ends too.
+        const rest = Stream.unwrap(
+          Effect.gen(function*() {
+            const stored = yield* store.getRun(runId)
+            const from = yield* Ref.get(last)
+            if (stored.status !== "running") return store.readChunks(runId, from)
+            return seen(Stream.fromQueue(live).pipe(Stream.filter((c) => c.seq > from)))
+          })
+        )
+        return backlog.pipe(Stream.concat(rest), Stream.takeUntil(isStop))
+      })
+    )
+
+  const log: RunLog = { runId, conversationId, emit, follow }
+  return log
+})
+
+/**
+ * A run that is not live in this process (finished, or owned by another process on the same file):
+ * read the Store, and while the run is still running, look again after a short pause.
+ */
+export const followStored = (
+  store: Store["Type"],
+  runId: RunId,
+  after: number,
+  pollMs = 200
+): Stream.Stream<Chunk, NotFound | StoreError> =>
+  Stream.paginateChunkEffect({ after, done: false }, (cursor) =>
+    Effect.gen(function*() {
+      const chunks = yield* Stream.runCollect(store.readChunks(runId, cursor.after))
+      const last = Option.getOrUndefined(EChunk.last(chunks))
+      let done = last !== undefined && isStop(last)
+      if (!done && chunks.length === 0) {
+        if ((yield* store.getRun(runId)).status !== "running") done = true
+        else yield* Effect.sleep(pollMs)
+      }
+      const next = { after: last?.seq ?? cursor.after, done }
+      return [chunks, done ? Option.none() : Option.some(next)] as const
+    })
+  ).pipe(Stream.takeUntil(isStop))

@@ -47,7 +47,7 @@ export const makeToolBatch = Effect.fn("ToolBatch.make")(function*(deps: BatchDe
   const decisions = yield* Ref.make<ReadonlyArray<ApprovalDecision>>([])
   const arrivals = yield* Queue.unbounded<Slot>()
   // The tools' own scope closes after the fiber set (finalizers run in reverse): closing the batch
-  // interrupts the watchers together with their tools, as `abort` does, so no result appears then.
+  // interrupts the watchers at once with their tools, so a run that failed shows no result after it.
   const tools = yield* Scope.fork(yield* Effect.scope, ExecutionStrategy.sequential)
   const fibers = yield* FiberSet.make()
 

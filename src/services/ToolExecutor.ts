@@ -1,18 +1,11 @@
-import { Context, type Effect, type Fiber, type Scope, type Stream } from "effect"
+import { Cause, Clock, Context, Effect, Exit, Fiber, type Scope } from "effect"
 import type { ToolDefinition } from "../domain/Conversation.js"
 import type { ToolCall } from "../domain/Messages.js"
-import type { ToolResult } from "../domain/Tools.js"
+import { interruptedResult, type ToolResult } from "../domain/Tools.js"
 
 export interface ExecuteOptions {
   /** Directories outside the workspace the session's rules grant to file tools (absolute). */
   readonly allowedRoots?: ReadonlyArray<string>
-}
-
-export interface BatchExecution {
-  /** Results as calls finish (the UI shows them at once). */
-  readonly completions: Stream.Stream<ToolResult>
-  /** Every result in the original call order (the next model request needs that order). */
-  readonly results: Effect.Effect<ReadonlyArray<ToolResult>>
 }
 
 /**
@@ -27,9 +20,28 @@ export class ToolExecutor extends Context.Tag("baton/ToolExecutor")<ToolExecutor
    * Starts one call. Its lock requests are queued before this returns, so calls started one after
    * another take their locks in that order (same-file writes run in call order). Interrupting the
    * fiber interrupts the tool (a shell's whole process group is killed); the fiber then ends
-   * interrupted, and the caller reports `interrupted`.
+   * interrupted, and `awaitResult` reports `interrupted`.
    */
   readonly start: (call: ToolCall, options?: ExecuteOptions) => Effect.Effect<Fiber.RuntimeFiber<ToolResult>, never, Scope.Scope>
-  /** Runs approved calls of one turn; unfinished calls of an interrupted batch yield `interrupted` results. */
-  readonly executeBatch: (calls: ReadonlyArray<ToolCall>, options?: ExecuteOptions) => Effect.Effect<BatchExecution, never, Scope.Scope>
 }>() {}
+
+/**
+ * The result of a started call, whatever became of its fiber: its own result, `interrupted` when it
+ * was interrupted, an error result when it died. `startedAtMs` lets the last two carry how long the
+ * call had been going.
+ */
+export const awaitResult = Effect.fn("ToolExecutor.awaitResult")(
+  function*(call: ToolCall, fiber: Fiber.Fiber<ToolResult>, startedAtMs?: number) {
+    const exit = yield* Fiber.await(fiber)
+    if (Exit.isSuccess(exit)) return exit.value
+    const now = yield* Clock.currentTimeMillis
+    const duration = startedAtMs === undefined ? 0 : Math.max(0, now - startedAtMs)
+    if (Cause.isInterruptedOnly(exit.cause)) return interruptedResult(call.tool_call_id, duration)
+    return {
+      tool_call_id: call.tool_call_id,
+      status: "error",
+      output: `internal error running ${call.name}: ${Cause.pretty(exit.cause)}`,
+      duration_ms: duration
+    } satisfies ToolResult
+  }
+)

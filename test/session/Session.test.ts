@@ -1,5 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Fiber, Stream } from "effect"
+import { Effect, Either, Fiber, Stream } from "effect"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import type { Decision, TaskEvent } from "../../src/domain/Events.js"
@@ -246,6 +246,28 @@ const suite = (kind: StoreKind) =>
 suite("memory")
 suite("sqlite")
 suite("remote")
+
+describe("Session, one task at a time", () => {
+  it.scopedLive("a second run while a task runs fails with InvalidInput and leaves the task alone", () =>
+    Effect.gen(function*() {
+      const gates = yield* Gates
+      const session = yield* open({ approver: allow })
+      const seen: Array<TaskEvent> = []
+      const first = yield* Effect.fork(Stream.runForEach(session.run("first"), (e) => Effect.sync(() => seen.push(e))))
+      yield* eventually(Effect.sync(() => seen.some((e) => e.type === "request_begin")), "the first request started")
+      const second = yield* Effect.either(collect(session.run("second")))
+      assert.isTrue(Either.isLeft(second) && second.left._tag === "InvalidInput" && /already running/.test(second.left.message))
+      assert.isTrue(yield* session.isRunning)
+      assert.isTrue(yield* session.steer("still steerable"), "the running task still takes steering")
+      yield* gates.release(1)
+      yield* Fiber.join(first)
+      assert.isFalse(yield* session.isRunning)
+      const answers = byType(seen, "assistant_message").map((m) => m.content)
+      assert.deepStrictEqual(answers, ["answer one", "answer two"])
+      const next = yield* collect(session.run("third"))
+      assert.deepStrictEqual(byType(next, "assistant_message").map((m) => m.content), ["answer three"])
+    }).pipe(Effect.provide(sessionLayer("memory", [Turn.text("answer one"), Turn.text("answer two"), Turn.text("answer three")], [1]))))
+})
 
 describe("Session without a task", () => {
   it.scopedLive("steer with no task returns false", () =>

@@ -1,12 +1,38 @@
-import { Effect } from "effect"
+import { Clock, Effect, Stream } from "effect"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
-import type { ExecuteOptions } from "../../src/services/ToolExecutor.js"
+import type { ToolCall } from "../../src/domain/Messages.js"
+import type { ToolResult } from "../../src/domain/Tools.js"
+import { awaitResult, type ExecuteOptions, type ToolExecutor } from "../../src/services/ToolExecutor.js"
 import { makeToolExecutor, type ToolExecutorOptions } from "../../src/services/tools/Executor.js"
 import { toolCall } from "./Calls.js"
 import { tempDir } from "./tempDir.js"
 
 let counter = 0
+
+export interface BatchExecution {
+  /** Results as calls finish. */
+  readonly completions: Stream.Stream<ToolResult>
+  /** Every result in call order. */
+  readonly results: Effect.Effect<ReadonlyArray<ToolResult>>
+}
+
+/**
+ * Calls started one after another in the caller's scope, as a turn's approved calls are: closing
+ * the scope interrupts the unfinished ones, which then yield `interrupted` results.
+ */
+export const executeBatch = (executor: ToolExecutor["Type"], calls: ReadonlyArray<ToolCall>, options?: ExecuteOptions) =>
+  Effect.map(
+    Effect.forEach(calls, (call) =>
+      Effect.map(Effect.zip(Clock.currentTimeMillis, executor.start(call, options)), ([startedAt, fiber]) => ({ call, fiber, startedAt }))),
+    (started): BatchExecution => {
+      const settle = (s: (typeof started)[number]) => awaitResult(s.call, s.fiber, s.startedAt)
+      return {
+        completions: Stream.mergeAll(started.map((s) => Stream.fromEffect(settle(s))), { concurrency: "unbounded" }),
+        results: Effect.forEach(started, settle)
+      }
+    }
+  )
 
 /**
  * A real temporary workspace with the built-in tools; `run` executes one call and returns its
@@ -22,7 +48,7 @@ export const workspaceHarness = (options: Omit<ToolExecutorOptions, "workspace">
     const executor = yield* makeToolExecutor({ workspace, ...options })
     const run = (name: string, args: unknown, execute?: ExecuteOptions) =>
       Effect.flatMap(
-        executor.executeBatch([toolCall(`call-${++counter}`, name, args)], execute),
+        executeBatch(executor, [toolCall(`call-${++counter}`, name, args)], execute),
         (batch) => Effect.map(batch.results, (results) => results[0]!)
       )
     const write = (relative: string, content: string | Uint8Array) => {

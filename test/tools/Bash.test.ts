@@ -7,13 +7,14 @@ import { isAlive } from "../../src/services/ProcessIdentity.js"
 import { toolCall } from "../support/Calls.js"
 import { tempDir } from "../support/tempDir.js"
 import { awaitFileText } from "../support/Processes.js"
+import { executeBatch } from "../support/Workspace.js"
 
 const setup = (limits: { killGraceMs?: number; outputChars?: number } = {}) =>
   Effect.gen(function*() {
     const workspace = yield* tempDir
     const executor = yield* makeToolExecutor({ workspace, limits })
     const run = (args: unknown) =>
-      Effect.flatMap(executor.executeBatch([toolCall("b", "Bash", args)]), (b) => Effect.map(b.results, (r) => r[0]!))
+      Effect.flatMap(executeBatch(executor, [toolCall("b", "Bash", args)]), (b) => Effect.map(b.results, (r) => r[0]!))
     return { workspace, executor, run }
   })
 
@@ -84,7 +85,7 @@ describe("Bash", () => {
       Fs.writeFileSync(Path.join(workspace, "notes.txt"), "remember the milk\n")
       const scope = yield* Scope.make()
       const batch = yield* Scope.extend(
-        executor.executeBatch([
+        executeBatch(executor, [
           toolCall("read", "Read", { file_path: "notes.txt" }),
           toolCall("sleep", "Bash", { command: "sleep 300 & echo $! > child.pid; echo $$ > leader.pid; wait" })
         ]),

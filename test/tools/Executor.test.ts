@@ -5,13 +5,13 @@ import { makeToolExecutor } from "../../src/services/tools/Executor.js"
 import { makeTool, type Tool } from "../../src/services/tools/Tool.js"
 import { toolCall } from "../support/Calls.js"
 import { tempDir } from "../support/tempDir.js"
-import { workspaceHarness } from "../support/Workspace.js"
+import { executeBatch, workspaceHarness } from "../support/Workspace.js"
 
 const runOne = (tools: ReadonlyArray<Tool>, name: string, args: unknown, outputChars?: number) =>
   Effect.gen(function*() {
     const workspace = yield* tempDir
     const executor = yield* makeToolExecutor({ workspace, tools, ...(outputChars ? { limits: { outputChars } } : {}) })
-    const batch = yield* executor.executeBatch([toolCall("c1", name, args)])
+    const batch = yield* executeBatch(executor, [toolCall("c1", name, args)])
     return (yield* batch.results)[0]!
   })
 
@@ -109,7 +109,7 @@ describe("ToolExecutor", () => {
   it.scoped("an empty batch yields nothing", () =>
     Effect.gen(function*() {
       const { executor } = yield* workspaceHarness()
-      const batch = yield* executor.executeBatch([])
+      const batch = yield* executeBatch(executor, [])
       assert.deepStrictEqual(yield* batch.results, [])
     }))
 })

@@ -6,6 +6,7 @@ import { makeToolExecutor } from "../../src/services/tools/Executor.js"
 import { toolCall } from "../support/Calls.js"
 import { tempDir } from "../support/tempDir.js"
 import { fakeTools, makeProbe, settle } from "../support/FakeTools.js"
+import { executeBatch } from "../support/Workspace.js"
 
 const setup = Effect.gen(function*() {
   const workspace = yield* tempDir
@@ -19,7 +20,7 @@ describe("ToolExecutor locks (fake tools, no sleeps)", () => {
     Effect.gen(function*() {
       const { executor, probe, workspace } = yield* setup
       Fs.symlinkSync(workspace, Path.join(workspace, "link"))
-      const batch = yield* executor.executeBatch([
+      const batch = yield* executeBatch(executor, [
         toolCall("e1", "Edit", { file_path: "a.txt" }),
         toolCall("e2", "Edit", { file_path: "./sub/../a.txt" }),
         toolCall("e3", "Edit", { file_path: "link/a.txt" }),
@@ -43,7 +44,7 @@ describe("ToolExecutor locks (fake tools, no sleeps)", () => {
   it.scoped("Bash never overlaps anything, and calls that arrive behind it wait for it", () =>
     Effect.gen(function*() {
       const { executor, probe } = yield* setup
-      const batch = yield* executor.executeBatch([
+      const batch = yield* executeBatch(executor, [
         toolCall("r1", "Read", { file_path: "x" }),
         toolCall("b1", "Bash", { command: "make" }),
         toolCall("r2", "Read", { file_path: "y" }),
@@ -79,7 +80,7 @@ describe("ToolExecutor locks (fake tools, no sleeps)", () => {
     Effect.gen(function*() {
       const { executor, probe } = yield* setup
       const ids = Array.from({ length: 8 }, (_, i) => `r${i}`)
-      const batch = yield* executor.executeBatch(ids.map((id) => toolCall(id, "Read", { file_path: `${id}.txt` })))
+      const batch = yield* executeBatch(executor, ids.map((id) => toolCall(id, "Read", { file_path: `${id}.txt` })))
       yield* Effect.forEach(ids, (id) => Deferred.await(probe.started(id)))
       assert.strictEqual(probe.startedCount(), 8)
       assert.isFalse(probe.log.some((e) => e.startsWith("end ")))
@@ -93,7 +94,7 @@ describe("ToolExecutor locks (fake tools, no sleeps)", () => {
     Effect.gen(function*() {
       const { executor, probe } = yield* setup
       const ids = ["r1", "r2", "r3", "r4"]
-      const batch = yield* executor.executeBatch(ids.map((id) => toolCall(id, "Read", { file_path: id })))
+      const batch = yield* executeBatch(executor, ids.map((id) => toolCall(id, "Read", { file_path: id })))
       const collected = yield* Effect.fork(Stream.runCollect(batch.completions))
       yield* Effect.forEach(ids, (id) => Deferred.await(probe.started(id)))
       for (const id of [...ids].reverse()) {
@@ -137,8 +138,8 @@ describe("ToolExecutor locks (fake tools, no sleeps)", () => {
       const { executor, probe } = yield* setup
       const scopeA = yield* Scope.make()
       const scopeB = yield* Scope.make()
-      const a = yield* Scope.extend(executor.executeBatch([toolCall("a", "Write", { file_path: "f" })]), scopeA)
-      const b = yield* Scope.extend(executor.executeBatch([toolCall("b", "Edit", { file_path: "./f" })]), scopeB)
+      const a = yield* Scope.extend(executeBatch(executor, [toolCall("a", "Write", { file_path: "f" })]), scopeA)
+      const b = yield* Scope.extend(executeBatch(executor, [toolCall("b", "Edit", { file_path: "./f" })]), scopeB)
       yield* probe.release("b")
       yield* Deferred.await(probe.started("a"))
       yield* settle
@@ -154,7 +155,7 @@ describe("ToolExecutor locks (fake tools, no sleeps)", () => {
       const { executor, probe } = yield* setup
       const scope = yield* Scope.make()
       const batch = yield* Scope.extend(
-        executor.executeBatch([
+        executeBatch(executor, [
           toolCall("done", "Read", { file_path: "a" }),
           toolCall("slow", "Read", { file_path: "b" }),
           toolCall("queued", "Bash", { command: "x" })

@@ -10,6 +10,7 @@ import { OWNER_ENV } from "../../src/services/tools/ProcessRegistry.js"
 import { toolCall } from "../support/Calls.js"
 import { tempDir } from "../support/tempDir.js"
 import { awaitFileText } from "../support/Processes.js"
+import { executeBatch } from "../support/Workspace.js"
 
 /** A detached group of two sleeps, as a crashed Baton would leave it; killed at scope end whatever happens. */
 const leftoverGroup = (dir: string, env: Record<string, string>) =>
@@ -64,7 +65,7 @@ describe("process registry (reaping what a crash left)", () => {
       const workspace = Path.join(root, "ws")
       Fs.mkdirSync(workspace)
       const executor = yield* makeToolExecutor({ workspace, processRegistryDir: registry })
-      const batch = yield* executor.executeBatch([
+      const batch = yield* executeBatch(executor, [
         toolCall("b", "Bash", { command: `ls ${registry}; echo "$${OWNER_ENV}"` })
       ])
       const [result] = yield* batch.results

@@ -19,26 +19,26 @@ export interface Gate {
   readonly grants: Effect.Effect<ReadonlyArray<Rule>>
 }
 
-export const makeGate = (rules: CompiledRules, workspace: string): Effect.Effect<Gate> =>
-  Effect.map(Ref.make<ReadonlyArray<Rule>>([]), (grants) => ({
-    grants: Ref.get(grants),
-    decide: (call, approver) =>
-      Effect.gen(function*() {
-        const classification = classify(call, rules, yield* Ref.get(grants), workspace)
-        const base = { type: "approval_decision" as const, tool_call_id: call.tool_call_id }
-        const rule = classification.rule !== undefined ? { rule: classification.rule } : {}
-        if (classification.verdict !== "ask") {
-          return { ...base, decision: classification.verdict, source: classification.source === "session" ? "session" : "rule", ...rule } as const
-        }
-        if (approver === undefined) {
-          return { ...base, decision: "deny", source: "default", reason: "no approver: calls that need approval are denied" } as const
-        }
-        const grant = grantFor(call)
-        const decision = yield* approver({ call, classification, grant })
-        if (decision === "allow_always") {
-          yield* Ref.update(grants, (current) => [...current, grant])
-          return { ...base, decision, source: "user", rule: grant.text } as const
-        }
-        return { ...base, decision, source: "user" } as const
-      })
-  }))
+export const makeGate = Effect.fn("ApprovalGate.makeGate")(function*(rules: CompiledRules, workspace: string) {
+  const grants = yield* Ref.make<ReadonlyArray<Rule>>([])
+  const decide = Effect.fn("ApprovalGate.decide")(function*(call: ToolCall, approver: Approver | undefined) {
+    const classification = classify(call, rules, yield* Ref.get(grants), workspace)
+    const base = { type: "approval_decision" as const, tool_call_id: call.tool_call_id }
+    const rule = classification.rule !== undefined ? { rule: classification.rule } : {}
+    if (classification.verdict !== "ask") {
+      return { ...base, decision: classification.verdict, source: classification.source === "session" ? "session" : "rule", ...rule } as const
+    }
+    if (approver === undefined) {
+      return { ...base, decision: "deny", source: "default", reason: "no approver: calls that need approval are denied" } as const
+    }
+    const grant = grantFor(call)
+    const decision = yield* approver({ call, classification, grant })
+    if (decision === "allow_always") {
+      yield* Ref.update(grants, (current) => [...current, grant])
+      return { ...base, decision, source: "user", rule: grant.text } as const
+    }
+    return { ...base, decision, source: "user" } as const
+  })
+  const gate: Gate = { grants: Ref.get(grants), decide }
+  return gate
+})

@@ -1,7 +1,7 @@
-import { Effect, Either, Exit, Fiber, FiberSet, Mailbox, Option, Ref, type Scope, Stream } from "effect"
+import { Deferred, Effect, Either, Exit, Fiber, FiberHandle, FiberSet, Mailbox, Option, Ref, Stream } from "effect"
 import * as Path from "node:path"
 import type { ConversationSettingsInput } from "../../domain/Conversation.js"
-import type { BackendError, ConfigError } from "../../domain/Errors.js"
+import type { BackendError } from "../../domain/Errors.js"
 import { InvalidInput } from "../../domain/Errors.js"
 import type { TaskEvent } from "../../domain/Events.js"
 import { type ConversationId, Otid } from "../../domain/Ids.js"
@@ -14,8 +14,20 @@ import { Backend } from "../../services/Backend.js"
 import { ToolExecutor } from "../../services/ToolExecutor.js"
 import { type Approver, makeGate } from "./ApprovalGate.js"
 import { interruptTask } from "./Interrupt.js"
-import { runTaskLoop } from "./Task.js"
-import { initialTaskState } from "./TaskState.js"
+import { runTask, type TaskDeps } from "./Task.js"
+import * as TaskProgress from "./TaskProgress.js"
+import type { ToolBatch } from "./ToolBatch.js"
+
+/*
+ * programs/session/ is the client side of Baton, the half that lives with the workspace: this
+ * Session (one conversation driven from here, one task at a time); the task loop in Task.ts, which
+ * is the approval loop (send a run, approve and run its tool calls as they arrive, send the results,
+ * until the model answers without one), over the pure TaskProgress fold; ToolBatch (one turn's calls,
+ * approved and executed eagerly); ApprovalGate (rules, session grants, the approver); Interrupt
+ * (stopping a task at any moment and the carry-over it leaves); and Resume (calls a dead process
+ * left pending, and a run stream that broke off). It reaches the model and the store only through
+ * the Backend port, so it works the same over a local or a remote backend.
+ */
 
 export type SessionError = BackendError
 
@@ -65,94 +77,102 @@ export const DEFAULT_SYSTEM_PROMPT = [
   "Read a file before you edit it. Prefer small, verifiable steps, and say plainly what you did and what is left."
 ].join("\n")
 
-export const open = (config: SessionConfig = {}): Effect.Effect<Session, BackendError | ConfigError, Backend | ToolExecutor | Scope.Scope> =>
-  Effect.gen(function*() {
-    const backend = yield* Backend
-    const executor = yield* ToolExecutor
-    const rules = yield* Either.match(parseRules(config.rules ?? emptyRules), { onLeft: Effect.fail, onRight: Effect.succeed })
-    const workspace = executor.workspace
-    // The executor resolves symlinks in these itself (its confinement rule), so plain paths suffice here.
-    const allowedRoots = rules.additionalDirectories.map((dir) => Path.resolve(workspace, dir))
-    const conversation = config.conversationId !== undefined
-      ? yield* backend.getConversation(config.conversationId)
-      : yield* backend.createConversation(
-        { system_prompt: DEFAULT_SYSTEM_PROMPT, ...config.settings, tools: executor.definitions, workspace },
-        config.title !== undefined ? { title: config.title } : undefined
-      )
-    if (JSON.stringify(conversation.settings.tools) !== JSON.stringify(executor.definitions)) {
-      yield* backend.updateConversation(conversation.id, { settings: { ...conversation.settings, tools: executor.definitions } })
-    }
-    const gate = yield* makeGate(rules, workspace)
-    const steering = yield* Ref.make<Option.Option<ReadonlyArray<string>>>(Option.none())
-    const current = yield* Ref.make<Option.Option<Fiber.RuntimeFiber<void, SessionError>>>(Option.none())
-    // Cancels outlive the task that started them; closing the session waits for them, never drops them.
-    const cancels = yield* FiberSet.make()
-    yield* Effect.addFinalizer(() => FiberSet.awaitEmpty(cancels))
+export const open = Effect.fn("Session.open")(function*(config: SessionConfig = {}) {
+  const backend = yield* Backend
+  const executor = yield* ToolExecutor
+  const rules = yield* Either.match(parseRules(config.rules ?? emptyRules), { onLeft: Effect.fail, onRight: Effect.succeed })
+  const workspace = executor.workspace
+  // The executor resolves symlinks in these itself (its confinement rule), so plain paths suffice here.
+  const allowedRoots = rules.additionalDirectories.map((dir) => Path.resolve(workspace, dir))
+  const conversation = config.conversationId !== undefined
+    ? yield* backend.getConversation(config.conversationId)
+    : yield* backend.createConversation(
+      { system_prompt: DEFAULT_SYSTEM_PROMPT, ...config.settings, tools: executor.definitions, workspace },
+      config.title !== undefined ? { title: config.title } : undefined
+    )
+  if (JSON.stringify(conversation.settings.tools) !== JSON.stringify(executor.definitions)) {
+    yield* backend.updateConversation(conversation.id, { settings: { ...conversation.settings, tools: executor.definitions } })
+  }
+  const gate = yield* makeGate(rules, workspace)
+  const steering = yield* Ref.make<Option.Option<ReadonlyArray<string>>>(Option.none())
+  // Cancels outlive the task that started them; closing the session waits for them, never drops them.
+  const cancels = yield* FiberSet.make()
+  yield* Effect.addFinalizer(() => FiberSet.awaitEmpty(cancels))
+  // Made after `cancels`, so closing the session stops a running task before it waits for the cancels.
+  const current = yield* FiberHandle.make<void, SessionError>()
 
-    const run: Session["run"] = (prompt, options) =>
-      Stream.unwrapScoped(
-        Effect.gen(function*() {
-          if (Option.isSome(yield* Ref.get(current))) {
-            return yield* new InvalidInput({ message: "a task is already running in this session; steer it or interrupt it" })
-          }
-          const out = yield* Mailbox.make<TaskEvent, SessionError>()
-          const state = yield* Ref.make(initialTaskState)
-          const texts = typeof prompt === "string" ? [prompt] : prompt
-          const messages = yield* Effect.forEach(texts, (content) =>
-            Effect.map(newOtid, (otid): UserMessage => ({ type: "user_message", content, otid })))
-          yield* Ref.set(steering, Option.some([]))
-          const emit = (events: ReadonlyArray<TaskEvent>) => Effect.asVoid(out.offerAll(events))
-          const deps = {
-            backend,
-            executor,
-            gate,
-            conversationId: conversation.id,
-            approver: options?.approver ?? config.approver,
-            maxTurns: options?.maxTurns ?? DEFAULT_MAX_TURNS,
-            thinking: options?.thinking,
-            executeOptions: { allowedRoots },
-            emit,
-            otid: newOtid,
-            state,
-            drainSteering: Ref.modify(steering, (queue) => [Option.getOrElse(queue, () => []), Option.map(queue, () => [])]),
-            drainOrClose: Ref.modify(steering, (queue): [ReadonlyArray<string>, Option.Option<ReadonlyArray<string>>] => {
-              const texts = Option.getOrElse(queue, () => [])
-              return texts.length === 0 ? [[], Option.none()] : [texts, Option.some([])]
-            })
-          }
-          const fiber = yield* emit(messages).pipe(
-            Effect.zipRight(runTaskLoop(deps, messages)),
-            Effect.onInterrupt(() =>
-              interruptTask(deps, (carryOver) =>
-                FiberSet.run(cancels, backend.cancel(conversation.id, carryOver).pipe(
-                  Effect.catchAllCause((cause) => Effect.logWarning("could not record the interrupted task", cause))
-                )))
-            ),
-            Effect.onExit((exit) =>
-              Effect.zipRight(
-                Effect.zipRight(Ref.set(steering, Option.none()), Ref.set(current, Option.none())),
-                Exit.isFailure(exit) && !Exit.isInterrupted(exit) ? out.failCause(exit.cause) : out.end
-              )
-            ),
-            Effect.forkScoped
+  const run: Session["run"] = (prompt, options) =>
+    Stream.unwrapScoped(
+      Effect.gen(function*() {
+        const out = yield* Mailbox.make<TaskEvent, SessionError>()
+        const texts = typeof prompt === "string" ? [prompt] : prompt
+        const messages = yield* Effect.forEach(texts, (content) =>
+          Effect.map(newOtid, (otid): UserMessage => ({ type: "user_message", content, otid })))
+        const deps: TaskDeps = {
+          backend,
+          executor,
+          gate,
+          conversationId: conversation.id,
+          approver: options?.approver ?? config.approver,
+          maxTurns: options?.maxTurns ?? DEFAULT_MAX_TURNS,
+          thinking: options?.thinking,
+          executeOptions: { allowedRoots },
+          emit: (events) => Effect.asVoid(out.offerAll(events)),
+          otid: newOtid,
+          progress: yield* Ref.make(TaskProgress.initial),
+          batch: yield* Ref.make(Option.none<ToolBatch>()),
+          drainSteering: Ref.modify(steering, (queue) => [Option.getOrElse(queue, () => []), Option.map(queue, () => [])]),
+          drainOrClose: Ref.modify(steering, (queue): [ReadonlyArray<string>, Option.Option<ReadonlyArray<string>>] => {
+            const texts = Option.getOrElse(queue, () => [])
+            return texts.length === 0 ? [[], Option.none()] : [texts, Option.some([])]
+          })
+        }
+        const task = deps.emit(messages).pipe(
+          Effect.zipRight(runTask(deps, messages)),
+          Effect.onInterrupt(() =>
+            interruptTask(deps, (carryOver) =>
+              FiberSet.run(cancels, backend.cancel(conversation.id, carryOver).pipe(
+                Effect.catchAllCause((cause) => Effect.logWarning("could not record the interrupted task", cause))
+              )))
           )
-          yield* Ref.set(current, Option.some(fiber))
-          return Mailbox.toStream(out)
-        })
-      )
+        )
+        // With onlyIfMissing a running task is left alone and an interrupted fiber that never ran comes
+        // back instead of ours; ours waits for `go` until it is known to be the one in `current`.
+        const go = yield* Deferred.make<void>()
+        const claim = FiberHandle.run(
+          current,
+          Deferred.await(go).pipe(Effect.zipRight(task), Effect.ensuring(Ref.set(steering, Option.none()))),
+          { onlyIfMissing: true }
+        )
+        // Owned by this stream's scope before anything can interrupt us: a fiber left waiting would hold the session.
+        const fiber = yield* Effect.uninterruptible(Effect.tap(claim, (fiber) => Effect.addFinalizer(() => Fiber.interrupt(fiber))))
+        if (Option.getOrUndefined(yield* Effect.option(FiberHandle.get(current))) !== fiber) {
+          return yield* new InvalidInput({ message: "a task is already running in this session; steer it or interrupt it" })
+        }
+        yield* Ref.set(steering, Option.some([]))
+        // The stream ends once the task has left `current`, so isRunning is already false for its reader.
+        yield* Fiber.await(fiber).pipe(
+          Effect.flatMap((exit) => (Exit.isFailure(exit) && !Exit.isInterrupted(exit) ? out.failCause(exit.cause) : out.end)),
+          Effect.forkScoped
+        )
+        yield* Deferred.succeed(go, undefined)
+        return Mailbox.toStream(out)
+      })
+    )
 
-    return {
-      conversationId: conversation.id,
-      run,
-      steer: (text) =>
-        Ref.modify(steering, (queue) =>
-          Option.isSome(queue) ? [true, Option.some([...queue.value, text])] : [false, queue]),
-      interrupt: Effect.flatMap(Ref.get(current), Option.match({ onNone: () => Effect.void, onSome: (fiber) => Effect.asVoid(Fiber.interrupt(fiber)) })),
-      skipReconnectWait: backend.skipReconnectWait(conversation.id),
-      backfill: backend.backfill(conversation.id),
-      isRunning: Effect.map(Ref.get(current), Option.isSome),
-      compact: backend.compact(conversation.id, "manual"),
-      compactability: backend.compactability(conversation.id),
-      generateTitle: backend.generateTitle(conversation.id)
-    } satisfies Session
-  })
+  const session: Session = {
+    conversationId: conversation.id,
+    run,
+    steer: Effect.fn("Session.steer")(function*(text: string) {
+      return yield* Ref.modify(steering, (queue) => Option.isSome(queue) ? [true, Option.some([...queue.value, text])] : [false, queue])
+    }),
+    interrupt: FiberHandle.clear(current),
+    skipReconnectWait: backend.skipReconnectWait(conversation.id),
+    backfill: backend.backfill(conversation.id),
+    isRunning: Effect.isSuccess(FiberHandle.get(current)),
+    compact: backend.compact(conversation.id, "manual"),
+    compactability: backend.compactability(conversation.id),
+    generateTitle: backend.generateTitle(conversation.id)
+  }
+  return session
+})

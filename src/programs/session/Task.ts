@@ -1,30 +1,28 @@
-import { Effect, Either, Exit, Ref, Scope, Stream } from "effect"
+import { Effect, Either, Option, Ref, Stream } from "effect"
+import type { CarryOver } from "../../domain/CarryOver.js"
 import type { BackendError } from "../../domain/Errors.js"
-import { StreamBroken } from "../../domain/Errors.js"
-import type { ApprovalDecision, Chunk, StopReasonValue, TaskEvent } from "../../domain/Events.js"
-import type { ConversationId, Otid } from "../../domain/Ids.js"
-import type { InputMessage, ToolReturn, UserMessage } from "../../domain/Messages.js"
+import type { ApprovalDecision, Chunk, StopReasonValue } from "../../domain/Events.js"
+import type { ConversationId } from "../../domain/Ids.js"
+import type { InputMessage, ToolCall, ToolReturn, UserMessage } from "../../domain/Messages.js"
 import type { ThinkingLevel } from "../../domain/ProviderEvent.js"
-import { type Attempts, noAttempts, step as policyStep, turnBudgets } from "../../domain/Recovery.js"
+import { type Budgets, turnBudgets } from "../../domain/Recovery.js"
+import { retry } from "../../domain/RecoverySchedule.js"
 import { STALE_APPROVAL_REASON, steeringText, turnAbortedText } from "../../domain/Tags.js"
 import type { Backend } from "../../services/Backend.js"
-import type { ExecuteOptions, ToolExecutor } from "../../services/ToolExecutor.js"
-import type { Approver, Gate } from "./ApprovalGate.js"
-import { makeToolBatch, type ToolBatch } from "./ToolBatch.js"
-import type { TaskState } from "./TaskState.js"
+import { followRun, pendingCalls } from "./Resume.js"
+import * as TaskProgress from "./TaskProgress.js"
+import { type BatchDeps, type ToolBatch, withToolBatch } from "./ToolBatch.js"
 
-export interface TaskDeps {
+/** One task's world, built once per task; the task is its own batches' dependencies. */
+export interface TaskDeps extends BatchDeps {
   readonly backend: Backend["Type"]
-  readonly executor: ToolExecutor["Type"]
-  readonly gate: Gate
   readonly conversationId: ConversationId
-  readonly approver: Approver | undefined
   readonly maxTurns: number
   readonly thinking: ThinkingLevel | undefined
-  readonly executeOptions: ExecuteOptions
-  readonly emit: (events: ReadonlyArray<TaskEvent>) => Effect.Effect<void>
-  readonly otid: Effect.Effect<Otid>
-  readonly state: Ref.Ref<TaskState>
+  /** Where the task stands, for an interrupt and a resumed stream. */
+  readonly progress: Ref.Ref<TaskProgress.TaskProgress>
+  /** The latest run's batch (kept after its run: its results are unsent until the next run). */
+  readonly batch: Ref.Ref<Option.Option<ToolBatch>>
   /** Takes every queued steering text (the queue is then empty). */
   readonly drainSteering: Effect.Effect<ReadonlyArray<string>>
   /**
@@ -34,172 +32,171 @@ export interface TaskDeps {
   readonly drainOrClose: Effect.Effect<ReadonlyArray<string>>
 }
 
-interface RunOutcome {
-  readonly stop: StopReasonValue
+/** The task's next run: what it sends, and which turn it is. */
+interface NextRun {
+  readonly input: ReadonlyArray<InputMessage>
+  readonly events: ReadonlyArray<ApprovalDecision>
+  readonly turn: number
+  /** The backend said approvals are pending that the task did not know of: close them first. */
+  readonly closeStale: boolean
 }
 
-/** Reads one run's chunks into the task: forwards them, feeds tool calls to the batch, resumes a broken stream. */
-const consumeRun = (deps: TaskDeps, chunks: Stream.Stream<Chunk, BackendError>, batch: ToolBatch) =>
-  Effect.gen(function*() {
-    let held: Chunk | undefined
-    let stop: StopReasonValue | undefined
-    const onChunk = (chunk: Chunk) =>
-      Effect.gen(function*() {
-        yield* Ref.update(deps.state, (s) => ({
-          ...s,
-          runId: chunk.run_id,
-          lastSeq: chunk.seq,
-          unsent: [],
-          ...(chunk.type === "request_begin" ? { partialText: "", modelComplete: false } : {}),
-          ...(chunk.type === "text_delta" ? { partialText: s.partialText + chunk.content } : {}),
-          ...(chunk.type === "request_end" && chunk.status === "ok" ? { modelComplete: true } : {}),
-          ...(chunk.type === "stop_reason" ? { modelComplete: true } : {})
-        }))
-        // token_usage and its request_end reach the task stream together, never split by a tool result.
-        if (chunk.type === "token_usage") {
-          held = chunk
-          return
-        }
-        const out = held !== undefined ? [held, chunk] : [chunk]
-        held = undefined
-        yield* deps.emit(out)
-        if (chunk.type === "tool_call") yield* batch.add(chunk)
-        if (chunk.type === "stop_reason") stop = chunk.reason
-      })
-    let attempts: Attempts = noAttempts
-    let source = chunks
-    for (;;) {
-      const result = yield* Effect.either(Stream.runForEach(source, onChunk))
-      if (Either.isLeft(result)) return yield* Effect.fail(result.left)
-      if (stop !== undefined) return { stop } satisfies RunOutcome
-      const s = yield* Ref.get(deps.state)
-      const broken = new StreamBroken({ ...(s.runId !== undefined ? { runId: s.runId } : {}), message: "the run's stream ended without a stop_reason" })
-      const next = policyStep(attempts, broken, turnBudgets)
-      attempts = next.attempts
-      if (next.decision._tag !== "Retry" || s.runId === undefined) return yield* Effect.fail(broken)
-      yield* Effect.sleep(next.decision.delayMs)
-      source = deps.backend.streamRun(s.runId, { after: s.lastSeq })
-    }
-  })
+/** How a run ended, read inside its scope while its batch lived. */
+interface RunEnd {
+  readonly stop: StopReasonValue
+  readonly calls: ReadonlyArray<ToolCall>
+  /** Every call's result in call order, when the next step needs them (else empty). */
+  readonly results: ReadonlyArray<ToolReturn>
+  readonly decisions: ReadonlyArray<ApprovalDecision>
+}
 
-const denialsFor = (deps: TaskDeps, calls: ReadonlyArray<{ readonly tool_call_id: ToolReturn["tool_call_id"] }>) =>
-  Effect.forEach(calls, (call) =>
-    Effect.map(deps.otid, (otid) => ({
-      decision: {
-        type: "approval_decision",
-        tool_call_id: call.tool_call_id,
-        decision: "deny",
-        source: "recovery",
-        reason: STALE_APPROVAL_REASON
-      } satisfies ApprovalDecision,
-      result: { type: "tool_return", tool_call_id: call.tool_call_id, status: "denied", content: STALE_APPROVAL_REASON, otid } satisfies ToolReturn
-    })))
+/** How the task ends: what to leave the backend, and whether it ran out of turns. */
+interface Ending {
+  readonly carryOver?: CarryOver
+  readonly maxTurns: boolean
+}
 
 /**
- * One run with the task's recovery: a busy conversation is waited for, a stale pending approval is
- * closed once, everything else is the run's own business (its stop_reason says how it went).
+ * What the task recovers from, for the whole task: a busy conversation (waited for, 3 times) and a
+ * stale pending approval (closed once, so a desync can never loop). Everything else was its run's
+ * to recover from, so the policy ends the task with it.
  */
-const sendRun = (deps: TaskDeps, initial: ReadonlyArray<InputMessage>, events: ReadonlyArray<ApprovalDecision>, recovery: Ref.Ref<Attempts>) =>
-  Effect.gen(function*() {
-    let input = initial
-    let trace = events
-    for (;;) {
-      const scope = yield* Scope.make()
-      const batch = yield* makeToolBatch({
-        executor: deps.executor,
-        gate: deps.gate,
-        approver: deps.approver,
-        emit: deps.emit,
-        otid: deps.otid,
-        options: deps.executeOptions
-      }).pipe(Scope.extend(scope))
-      const unsent = input.filter((m): m is ToolReturn => m.type === "tool_return")
-      yield* Ref.update(deps.state, (s) => ({ ...s, batch, batchScope: scope, modelComplete: false, partialText: "", unsent }))
-      const chunks = deps.backend.send(deps.conversationId, { messages: input, events: trace, ...(deps.thinking !== undefined ? { thinking: deps.thinking } : {}) })
-      const outcome = yield* Effect.either(consumeRun(deps, chunks, batch))
-      if (Either.isRight(outcome)) return { ...outcome.right, batch, scope }
-      yield* Scope.close(scope, Exit.void)
-      const error = outcome.left
-      if (error._tag !== "Conflict" && error._tag !== "ApprovalPending") return yield* Effect.fail(error)
-      const next = policyStep(yield* Ref.get(recovery), error, turnBudgets)
-      yield* Ref.set(recovery, next.attempts)
-      switch (next.decision._tag) {
-        case "WaitBusy":
-          yield* Effect.sleep(next.decision.delayMs)
-          continue
-        case "ResolveStaleApproval": {
-          const pending = yield* deps.backend.pendingApprovals(deps.conversationId)
-          const closed = yield* denialsFor(deps, pending)
-          yield* deps.emit(closed.flatMap((c) => [c.decision, c.result]))
-          input = [...closed.map((c) => c.result), ...input.filter((m) => m.type === "user_message")]
-          trace = [...trace, ...closed.map((c) => c.decision)]
-          continue
-        }
-        default:
-          return yield* Effect.fail(error)
-      }
-    }
-  })
+const taskBudgets: Budgets = {
+  ...turnBudgets,
+  reconnects: 0,
+  overflowCompactions: 0,
+  emptyRetries: 0,
+  invalidSummaryRetries: 0,
+  storeBusyRetries: 0
+}
 
-export const runTaskLoop = (deps: TaskDeps, prompt: ReadonlyArray<UserMessage>) =>
-  Effect.gen(function*() {
-    const recovery = yield* Ref.make<Attempts>(noAttempts)
-    const asMessages = (texts: ReadonlyArray<string>) =>
-      Effect.forEach(texts, (text) => Effect.map(deps.otid, (otid): UserMessage => ({ type: "user_message", content: steeringText(text), otid })))
-    const steering = Effect.flatMap(deps.drainSteering, asMessages)
-    let input: ReadonlyArray<InputMessage> = prompt
-    let events: ReadonlyArray<ApprovalDecision> = []
-    const pending = yield* deps.backend.pendingApprovals(deps.conversationId)
-    if (pending.length > 0) {
-      // Resume: calls a dead process left pending are the user's decision again, never re-run silently.
-      const scope = yield* Scope.make()
-      const batch = yield* makeToolBatch({ executor: deps.executor, gate: deps.gate, approver: deps.approver, emit: deps.emit, otid: deps.otid, options: deps.executeOptions }).pipe(Scope.extend(scope))
-      yield* Ref.update(deps.state, (s) => ({ ...s, batch, batchScope: scope, modelComplete: true }))
-      yield* deps.emit(pending)
-      for (const call of pending) yield* batch.add(call)
-      const results = { results: yield* batch.settle, decisions: yield* batch.decisions }
-      yield* Scope.close(scope, Exit.void)
-      input = [...results.results, ...input]
-      events = results.decisions
-    }
-    for (let turn = 1;; turn++) {
-      const steered = yield* steering
-      yield* deps.emit(steered)
-      input = [...input, ...steered]
-      const { batch, scope, stop } = yield* sendRun(deps, input, events, recovery)
-      if (stop === "requires_approval") {
-        const results = yield* batch.settle
-        events = yield* batch.decisions
-        yield* Scope.close(scope, Exit.void)
-        if (turn >= deps.maxTurns) {
-          yield* deps.backend.cancel(deps.conversationId, { results, events })
-          yield* deps.emit([{ type: "stop_reason", reason: "max_turns" }])
-          return
-        }
-        input = results
-        continue
-      }
+const asMessages = (deps: TaskDeps, texts: ReadonlyArray<string>) =>
+  Effect.forEach(texts, (text) => Effect.map(deps.otid, (otid): UserMessage => ({ type: "user_message", content: steeringText(text), otid })))
+
+/** Steering queued since the last input assembly, shown and sent as user texts. */
+const steering = (deps: TaskDeps) =>
+  Effect.flatMap(deps.drainSteering, (texts) => Effect.tap(asMessages(deps, texts), deps.emit))
+
+/** token_usage waits for its request_end, so the two reach the task stream together, never split by a tool result. */
+const pairUsage = (held: Option.Option<Chunk>, chunk: Chunk): readonly [Option.Option<Chunk>, ReadonlyArray<Chunk>] =>
+  chunk.type === "token_usage"
+    ? [Option.some(chunk), []]
+    : [Option.none(), Option.match(held, { onNone: () => [chunk], onSome: (usage) => [usage, chunk] })]
+
+/** Reads one stream of a run into the task: forwards its chunks, feeds tool calls to the batch, returns the stop reason seen. */
+const readRun = (deps: TaskDeps, batch: ToolBatch) => (chunks: Stream.Stream<Chunk, BackendError>) =>
+  chunks.pipe(
+    Stream.mapAccum(Option.none<Chunk>(), pairUsage),
+    Stream.runFoldEffect(Option.none<StopReasonValue>(), (stop, group) =>
+      Effect.gen(function*() {
+        if (group.length === 0) return stop
+        yield* Ref.update(deps.progress, (progress) => group.reduce(TaskProgress.step, progress))
+        yield* deps.emit(group)
+        const last = group[group.length - 1]!
+        if (last.type === "tool_call") yield* batch.add(last)
+        return last.type === "stop_reason" ? Option.some(last.reason) : stop
+      }))
+  )
+
+/** One run in its own scope: sent, read to its stop reason (resumed if its stream breaks), its batch settled if needed. */
+const sendRun = Effect.fn("Task.sendRun")(function*(deps: TaskDeps, run: NextRun) {
+  return yield* withToolBatch(deps, deps.batch, (batch) =>
+    Effect.gen(function*() {
+      yield* Ref.update(deps.progress, (progress) => TaskProgress.sending(progress, run.input))
+      const chunks = deps.backend.send(deps.conversationId, {
+        messages: run.input,
+        events: run.events,
+        ...(deps.thinking !== undefined ? { thinking: deps.thinking } : {})
+      })
+      const stop = yield* followRun(deps.backend, deps.progress, chunks, readRun(deps, batch))
       const calls = yield* batch.calls
-      if (calls.length > 0) {
-        // Calls a failed request issued may have run already; tell the model what they did.
-        const results = yield* batch.settle
-        yield* Scope.close(scope, Exit.void)
-        const text = turnAbortedText("", calls.map((call) => ({ call, output: results.find((r) => r.tool_call_id === call.tool_call_id)?.content })), "Your previous request failed after issuing tool calls; they were handled as follows.")
-        yield* deps.backend.cancel(deps.conversationId, { turnAborted: text, events: yield* batch.decisions })
-        return
-      }
-      yield* Scope.close(scope, Exit.void)
-      if (stop !== "end_turn") return
-      const more = yield* Effect.flatMap(deps.drainOrClose, asMessages)
-      if (more.length === 0) return
-      if (turn >= deps.maxTurns) {
-        yield* deps.emit([{ type: "stop_reason", reason: "max_turns" }])
-        return
-      }
-      // Steering that arrived as the model finished continues the task instead of ending it.
-      yield* deps.emit(more)
-      input = more
-      events = []
+      const results = stop === "requires_approval" || calls.length > 0 ? yield* batch.settle : []
+      return { stop, calls, results, decisions: yield* batch.decisions } satisfies RunEnd
+    }))
+})
+
+/** What follows a run: the next one (its steering drained and shown), or the task's end. */
+const afterRun = (deps: TaskDeps, run: NextRun, end: RunEnd): Effect.Effect<Either.Either<Ending, NextRun>> =>
+  Effect.gen(function*() {
+    if (end.stop === "requires_approval") {
+      if (run.turn >= deps.maxTurns) return Either.right({ carryOver: { results: end.results, events: end.decisions }, maxTurns: true })
+      const steered = yield* steering(deps)
+      return Either.left({ input: [...end.results, ...steered], events: end.decisions, turn: run.turn + 1, closeStale: false })
     }
+    if (end.calls.length > 0) {
+      // Calls a failed request issued may have run already; tell the model what they did.
+      const text = turnAbortedText(
+        "",
+        end.calls.map((call) => ({ call, output: end.results.find((r) => r.tool_call_id === call.tool_call_id)?.content })),
+        "Your previous request failed after issuing tool calls; they were handled as follows."
+      )
+      return Either.right({ carryOver: { turnAborted: text, events: end.decisions }, maxTurns: false })
+    }
+    if (end.stop !== "end_turn") return Either.right({ maxTurns: false })
+    const more = yield* Effect.flatMap(deps.drainOrClose, (texts) => asMessages(deps, texts))
+    if (more.length === 0) return Either.right({ maxTurns: false })
+    if (run.turn >= deps.maxTurns) return Either.right({ maxTurns: true })
+    // Steering that arrived as the model finished continues the task instead of ending it.
+    yield* deps.emit(more)
+    const steered = yield* steering(deps)
+    return Either.left({ input: [...more, ...steered], events: [], turn: run.turn + 1, closeStale: false })
   })
 
+/** Closes the approvals the backend holds pending with Letta's desync denial, and sends those instead of the old results. */
+const closeStaleApprovals = (deps: TaskDeps, run: NextRun) =>
+  Effect.gen(function*() {
+    const pending = yield* deps.backend.pendingApprovals(deps.conversationId)
+    const closed = yield* Effect.forEach(pending, (call) =>
+      Effect.map(deps.otid, (otid) => ({
+        decision: {
+          type: "approval_decision",
+          tool_call_id: call.tool_call_id,
+          decision: "deny",
+          source: "recovery",
+          reason: STALE_APPROVAL_REASON
+        } satisfies ApprovalDecision,
+        result: { type: "tool_return", tool_call_id: call.tool_call_id, status: "denied", content: STALE_APPROVAL_REASON, otid } satisfies ToolReturn
+      })))
+    yield* deps.emit(closed.flatMap((c) => [c.decision, c.result]))
+    return {
+      ...run,
+      input: [...closed.map((c) => c.result), ...run.input.filter((m) => m.type === "user_message")],
+      events: [...run.events, ...closed.map((c) => c.decision)],
+      closeStale: false
+    } satisfies NextRun
+  })
+
+/** The turns from `next` on, until one ends the task; `next` always holds the run to (re)send. */
+const turns = (deps: TaskDeps, next: Ref.Ref<NextRun>) =>
+  Effect.gen(function*() {
+    const stored = yield* Ref.get(next)
+    const run = stored.closeStale ? yield* closeStaleApprovals(deps, stored) : stored
+    yield* Ref.set(next, run)
+    const after = yield* afterRun(deps, run, yield* sendRun(deps, run))
+    if (Either.isLeft(after)) yield* Ref.set(next, after.left)
+    return after
+  }).pipe(Effect.repeat({ until: Either.isRight }), Effect.map((after) => Either.getOrThrow(after)))
+
+/**
+ * A whole task, the approval loop: runs until the model answers without tool calls (or the turns
+ * run out), each run's tool results and queued steering making the next run's input.
+ */
+export const runTask = Effect.fn("Task.run")(function*(deps: TaskDeps, prompt: ReadonlyArray<UserMessage>) {
+  const resumed = yield* pendingCalls(deps)
+  const steered = yield* steering(deps)
+  const next = yield* Ref.make<NextRun>({
+    input: [...resumed.results, ...prompt, ...steered],
+    events: resumed.decisions,
+    turn: 1,
+    closeStale: false
+  })
+  // A retry sends `next` again: the failed run's input, or the stale approvals' denials instead.
+  const ending = yield* retry(turns(deps, next), {
+    budgets: taskBudgets,
+    prepare: (step) =>
+      step.decision._tag === "ResolveStaleApproval" ? Ref.update(next, (run) => ({ ...run, closeStale: true })) : Effect.void,
+    orElse: (failure) => Effect.fail(failure)
+  })
+  if (ending.carryOver !== undefined) yield* deps.backend.cancel(deps.conversationId, ending.carryOver)
+  if (ending.maxTurns) yield* deps.emit([{ type: "stop_reason", reason: "max_turns" }])
+})

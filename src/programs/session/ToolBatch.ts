@@ -1,9 +1,9 @@
-import { Deferred, Effect, Exit, Fiber, Option, Queue, Ref, type Scope } from "effect"
+import { Clock, Deferred, Effect, ExecutionStrategy, FiberSet, Option, Queue, Ref, Scope } from "effect"
 import type { ApprovalDecision, TaskEvent } from "../../domain/Events.js"
 import { type Otid, type ToolCallId } from "../../domain/Ids.js"
 import { DENIED_TEXT, type ToolCall, type ToolReturn } from "../../domain/Messages.js"
-import { interruptedResult, toToolReturn } from "../../domain/Tools.js"
-import type { ExecuteOptions, ToolExecutor } from "../../services/ToolExecutor.js"
+import { toToolReturn } from "../../domain/Tools.js"
+import { awaitResult, type ExecuteOptions, type ToolExecutor } from "../../services/ToolExecutor.js"
 import type { Approver, Gate } from "./ApprovalGate.js"
 
 /**
@@ -19,15 +19,21 @@ export interface ToolBatch {
   readonly decisions: Effect.Effect<ReadonlyArray<ApprovalDecision>>
   /** Results that exist now (finished or denied), by call id. */
   readonly finished: Effect.Effect<ReadonlyMap<ToolCallId, ToolReturn>>
+  /**
+   * Stops the approver and every running tool, and waits until they have stopped: a stopped tool's
+   * call gets its `interrupted` result, a call not yet decided none. (Its scope closing stops them too.)
+   */
+  readonly abort: Effect.Effect<void>
 }
 
+/** What every batch of a task is made with (built once per task). */
 export interface BatchDeps {
   readonly executor: ToolExecutor["Type"]
   readonly gate: Gate
   readonly approver: Approver | undefined
   readonly emit: (events: ReadonlyArray<TaskEvent>) => Effect.Effect<void>
   readonly otid: Effect.Effect<Otid>
-  readonly options: ExecuteOptions
+  readonly executeOptions: ExecuteOptions
 }
 
 interface Slot {
@@ -35,63 +41,79 @@ interface Slot {
   readonly result: Deferred.Deferred<ToolReturn>
 }
 
-/** Lives in the caller's scope: closing it interrupts the approver and every running tool. */
-export const makeToolBatch = (deps: BatchDeps): Effect.Effect<ToolBatch, never, Scope.Scope> =>
-  Effect.gen(function*() {
-    const slots = yield* Ref.make<ReadonlyArray<Slot>>([])
-    const decisions = yield* Ref.make<ReadonlyArray<ApprovalDecision>>([])
-    const arrivals = yield* Queue.unbounded<Slot>()
+/** Lives in the caller's scope: closing it, like `abort`, interrupts the approver and every running tool. */
+export const makeToolBatch = Effect.fn("ToolBatch.make")(function*(deps: BatchDeps) {
+  const slots = yield* Ref.make<ReadonlyArray<Slot>>([])
+  const decisions = yield* Ref.make<ReadonlyArray<ApprovalDecision>>([])
+  const arrivals = yield* Queue.unbounded<Slot>()
+  // The tools' own scope closes after the fiber set (finalizers run in reverse): closing the batch
+  // interrupts the watchers at once with their tools, so a run that failed shows no result after it.
+  const tools = yield* Scope.fork(yield* Effect.scope, ExecutionStrategy.sequential)
+  const fibers = yield* FiberSet.make()
 
-    const finish = (slot: Slot, result: ToolReturn) =>
-      Effect.zipRight(deps.emit([result]), Deferred.succeed(slot.result, result))
+  // Shown and recorded in one step: an abort in between would leave a shown result the batch does not know.
+  const finish = (slot: Slot, result: ToolReturn) =>
+    Effect.uninterruptible(Effect.zipRight(deps.emit([result]), Deferred.succeed(slot.result, result)))
 
-    const handle = (slot: Slot) =>
-      Effect.gen(function*() {
-        const decision = yield* deps.gate.decide(slot.call, deps.approver)
-        yield* Ref.update(decisions, (all) => [...all, decision])
-        yield* deps.emit([decision])
-        const otid = yield* deps.otid
-        if (decision.decision === "deny") {
-          return yield* finish(slot, {
-            type: "tool_return",
-            tool_call_id: slot.call.tool_call_id,
-            status: "denied",
-            content: DENIED_TEXT,
-            otid
-          })
-        }
-        const fiber = yield* deps.executor.start(slot.call, deps.options)
-        // Watch the tool in its own fiber so the next call's approval does not wait for this one.
-        yield* Fiber.await(fiber).pipe(
-          Effect.flatMap((exit) =>
-            finish(slot, toToolReturn(Exit.isSuccess(exit) ? exit.value : interruptedResult(slot.call.tool_call_id), otid))
-          ),
-          Effect.forkScoped
-        )
-      })
-
-    yield* Queue.take(arrivals).pipe(Effect.flatMap(handle), Effect.forever, Effect.forkScoped)
-
-    const finished = Effect.gen(function*() {
-      const all = yield* Ref.get(slots)
-      const done = new Map<ToolCallId, ToolReturn>()
-      for (const slot of all) {
-        const result = yield* Deferred.poll(slot.result)
-        if (Option.isSome(result)) done.set(slot.call.tool_call_id, yield* result.value)
+  const handle = (slot: Slot) =>
+    Effect.gen(function*() {
+      const decision = yield* deps.gate.decide(slot.call, deps.approver)
+      yield* Ref.update(decisions, (all) => [...all, decision])
+      yield* deps.emit([decision])
+      const otid = yield* deps.otid
+      if (decision.decision === "deny") {
+        return yield* finish(slot, {
+          type: "tool_return",
+          tool_call_id: slot.call.tool_call_id,
+          status: "denied",
+          content: DENIED_TEXT,
+          otid
+        })
       }
-      return done as ReadonlyMap<ToolCallId, ToolReturn>
+      const startedAt = yield* Clock.currentTimeMillis
+      const tool = yield* Effect.uninterruptible(
+        Effect.tap(Scope.extend(deps.executor.start(slot.call, deps.executeOptions), tools), (fiber) => FiberSet.add(fibers, fiber))
+      )
+      // Watch the tool in its own fiber so the next call's approval does not wait for this one.
+      yield* FiberSet.run(
+        fibers,
+        Effect.flatMap(awaitResult(slot.call, tool, startedAt), (result) => finish(slot, toToolReturn(result, otid)))
+      )
     })
 
-    return {
-      add: (call) =>
-        Effect.gen(function*() {
-          const slot = { call, result: yield* Deferred.make<ToolReturn>() }
-          yield* Ref.update(slots, (all) => [...all, slot])
-          yield* Queue.offer(arrivals, slot)
-        }),
-      settle: Effect.flatMap(Ref.get(slots), (all) => Effect.forEach(all, (slot) => Deferred.await(slot.result))),
-      calls: Effect.map(Ref.get(slots), (all) => all.map((s) => s.call)),
-      decisions: Ref.get(decisions),
-      finished
+  yield* FiberSet.run(fibers, Queue.take(arrivals).pipe(Effect.flatMap(handle), Effect.forever))
+
+  const finished = Effect.gen(function*() {
+    const all = yield* Ref.get(slots)
+    const done = new Map<ToolCallId, ToolReturn>()
+    for (const slot of all) {
+      const result = yield* Deferred.poll(slot.result)
+      if (Option.isSome(result)) done.set(slot.call.tool_call_id, yield* result.value)
     }
+    return done as ReadonlyMap<ToolCallId, ToolReturn>
   })
+
+  const add = Effect.fn("ToolBatch.add")(function*(call: ToolCall) {
+    const slot = { call, result: yield* Deferred.make<ToolReturn>() }
+    yield* Ref.update(slots, (all) => [...all, slot])
+    yield* Queue.offer(arrivals, slot)
+  })
+
+  return {
+    add,
+    settle: Effect.flatMap(Ref.get(slots), (all) => Effect.forEach(all, (slot) => Deferred.await(slot.result))),
+    calls: Effect.map(Ref.get(slots), (all) => all.map((s) => s.call)),
+    decisions: Ref.get(decisions),
+    finished,
+    abort: FiberSet.clear(fibers)
+  } satisfies ToolBatch
+})
+
+/** The batch of one run, in that run's scope; `current` shows it to an interrupt, and keeps it after the run. */
+export const withToolBatch = Effect.fn("ToolBatch.scoped")(function*<A, E, R>(
+  deps: BatchDeps,
+  current: Ref.Ref<Option.Option<ToolBatch>>,
+  use: (batch: ToolBatch) => Effect.Effect<A, E, R>
+) {
+  return yield* Effect.scoped(Effect.flatMap(makeToolBatch(deps), (batch) => Effect.zipRight(Ref.set(current, Option.some(batch)), use(batch))))
+})

@@ -1,9 +1,10 @@
 import type * as HttpClientResponse from "@effect/platform/HttpClientResponse"
-import { Data, Effect, Either, Option, Stream } from "effect"
+import { Data, Effect, Either, Option, Ref, Stream } from "effect"
 import { type BackendError, StreamBroken } from "../../domain/Errors.js"
 import { type Chunk, isChunk, TaskEvent } from "../../domain/Events.js"
 import type { RunId } from "../../domain/Ids.js"
-import { type Budgets, noAttempts, step } from "../../domain/Recovery.js"
+import type { Budgets } from "../../domain/Recovery.js"
+import { retryStream } from "../../domain/RecoverySchedule.js"
 import { decodeData, decodeSse } from "../Sse.js"
 import { realClock } from "../RealClock.js"
 
@@ -52,53 +53,30 @@ export const chunksOf = (response: HttpClientResponse.HttpClientResponse, idleMs
  * One unbroken run stream over many connections. `open` makes one connection from the cursor; when it
  * drops (or ends without a stop_reason) the next one resumes with `after = last seq`, after the
  * recovery policy's delay. Every seq is emitted once, in order, up to the stop_reason. The budget
- * counts consecutive drops: a connection that delivered chunks starts the count again, so a long run
- * over a flaky network is not cut short by drops it recovered from. Terminal errors pass through.
+ * counts consecutive drops: a connection that delivered chunks starts the count again (retryStream
+ * restarts it on every element), so a long run over a flaky network is not cut short by drops it
+ * recovered from. Terminal errors pass through.
  */
 export const resumable = (
   open: (cursor: Cursor) => Stream.Stream<Chunk, BackendError | Dropped>,
   options: { readonly budgets: Budgets; readonly runId?: RunId; readonly after?: number }
 ): Stream.Stream<Chunk, BackendError> =>
-  Stream.suspend(() => {
-    let runId = options.runId
-    let last = options.after ?? 0
-    let attempts = noAttempts
-    let stopped = false
-    let drop = "the stream ended without a stop_reason"
-
-    const connection = () => open({ runId, after: last }).pipe(
-      Stream.filter((chunk) => chunk.seq > last),
-      Stream.tap((chunk) =>
-        Effect.sync(() => {
-          runId = chunk.run_id
-          last = chunk.seq
-          attempts = noAttempts
-          stopped = chunk.type === "stop_reason"
-        })),
+  Stream.unwrap(Effect.map(Ref.make<Cursor>({ runId: options.runId, after: options.after ?? 0 }), (cursor) => {
+    const broken = (message: string) =>
+      Effect.flatMap(Ref.get(cursor), ({ runId }) => Effect.fail(new StreamBroken({ ...(runId === undefined ? {} : { runId }), message })))
+    // A backend error is the run's answer, not a drop: it travels past the policy as an element and
+    // fails the stream there. A connection that ends cleanly carried the server's end marker.
+    const connection = Stream.unwrap(Effect.map(Ref.get(cursor), open)).pipe(
+      Stream.filterEffect((chunk) => Effect.map(Ref.get(cursor), ({ after }) => chunk.seq > after)),
+      Stream.tap((chunk) => Ref.set(cursor, { runId: chunk.run_id, after: chunk.seq })),
       Stream.takeUntil((chunk) => chunk.type === "stop_reason"),
-      // A connection that ends cleanly carried the server's end marker: nothing more will come.
-      Stream.concat(Stream.fromEffect(Effect.sync(() => {
-        stopped = true
-      })).pipe(Stream.drain)),
-      Stream.catchTag("Dropped", (e) => {
-        drop = e.message
-        return Stream.empty
-      })
+      Stream.map(Either.right),
+      Stream.catchAll((e) =>
+        e._tag === "Dropped" ? Stream.fromEffect(broken(e.message)) : Stream.succeed(Either.left(e)))
     )
-
-    const reconnect = Effect.suspend(() => {
-      if (stopped) return Effect.fail(Option.none())
-      const next = step(attempts, new StreamBroken({ ...(runId === undefined ? {} : { runId }), message: drop }), options.budgets)
-      attempts = next.attempts
-      const reason = drop
-      drop = "the stream ended without a stop_reason"
-      if (next.decision._tag !== "Retry") {
-        return Effect.fail(Option.some(
-          new StreamBroken({ ...(runId === undefined ? {} : { runId }), message: `${reason} (gave up after ${next.attempt} reconnects)` })
-        ))
-      }
-      return Effect.as(Effect.sleep(next.decision.delayMs), Stream.suspend(connection))
-    })
-
-    return Stream.concat(Stream.suspend(connection), Stream.flatten(Stream.repeatEffectOption(reconnect)))
-  })
+    return retryStream(connection, {
+      budgets: options.budgets,
+      orElse: (failure, step) =>
+        Stream.fromEffect(broken(`${failure.message} (gave up after ${Option.match(step, { onNone: () => 0, onSome: (s) => s.attempt })} reconnects)`))
+    }).pipe(Stream.mapEffect((item) => item))
+  }))

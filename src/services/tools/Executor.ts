@@ -1,9 +1,9 @@
-import { Cause, Clock, Duration, Effect, Either, Exit, Fiber, Layer, Stream } from "effect"
+import { Clock, Duration, Effect, Either, Layer } from "effect"
 import * as Path from "node:path"
 import { ToolError } from "../../domain/Errors.js"
 import type { ToolCall } from "../../domain/Messages.js"
 import { type Confinement, confinePath, type ResourceKey, resourceKey } from "../../domain/ResourceKey.js"
-import { interruptedResult, type ToolResult } from "../../domain/Tools.js"
+import type { ToolResult } from "../../domain/Tools.js"
 import { realpathLongestPrefix, resolveWorkspace } from "./Workspace.js"
 import { builtinTools } from "./Builtin.js"
 import { makeFileState } from "./FileState.js"
@@ -61,21 +61,6 @@ const resultOf = (call: ToolCall, output: ToolOutput, durationMs: number): ToolR
   ...(output.stderr !== undefined ? { stderr: output.stderr } : {}),
   duration_ms: durationMs
 })
-
-/**
- * The result of a started call: its own result, or `interrupted` when its fiber was interrupted
- * (the batch was aborted or its scope closed). `startedAtMs` lets an interrupted result carry
- * how long the call had been going.
- */
-export const awaitResult = (call: ToolCall, fiber: Fiber.Fiber<ToolResult>, startedAtMs?: number) =>
-  Effect.gen(function*() {
-    const exit = yield* Fiber.await(fiber)
-    if (Exit.isSuccess(exit)) return exit.value
-    const now = yield* Clock.currentTimeMillis
-    const duration = startedAtMs === undefined ? 0 : Math.max(0, now - startedAtMs)
-    if (Cause.isInterruptedOnly(exit.cause)) return interruptedResult(call.tool_call_id, duration)
-    return resultOf(call, { output: `internal error running ${call.name}: ${Cause.pretty(exit.cause)}`, isError: true }, duration)
-  })
 
 const startRegistry = (dir: string, limits: ToolLimits) =>
   Effect.gen(function*() {
@@ -169,26 +154,10 @@ export const makeToolExecutor = (options: ToolExecutorOptions) =>
       }
     )
 
-    const executeBatch = Effect.fn("ToolExecutor.executeBatch")(
-      function*(calls: ReadonlyArray<ToolCall>, execution?: ExecuteOptions) {
-        const started = yield* Effect.forEach(calls, (call) =>
-          Effect.map(
-            Effect.zip(Clock.currentTimeMillis, start(call, execution)),
-            ([startedAt, fiber]) => ({ call, fiber, startedAt })
-          ))
-        const settle = (s: (typeof started)[number]) => awaitResult(s.call, s.fiber, s.startedAt)
-        return {
-          completions: Stream.mergeAll(started.map((s) => Stream.fromEffect(settle(s))), { concurrency: "unbounded" }),
-          results: Effect.forEach(started, settle)
-        }
-      }
-    )
-
     return ToolExecutor.of({
       workspace,
       definitions: tools.map(toDefinition),
-      start,
-      executeBatch
+      start
     })
   })
 

@@ -1,0 +1,51 @@
+import type { Chunk } from "../../domain/Events.js"
+import type { RunId } from "../../domain/Ids.js"
+import type { InputMessage, ToolReturn } from "../../domain/Messages.js"
+
+/**
+ * Where a task stands, as far as an interrupt (carry-over A or B) and a resumed stream need to
+ * know: a pure fold over the chunks the task has read.
+ */
+export interface TaskProgress {
+  readonly runId: RunId | undefined
+  /** The last seq read: a broken stream resumes after it. */
+  readonly lastSeq: number
+  /** The current request's model output ended (request_end ok or a stop_reason): carry-over A, else B. */
+  readonly modelComplete: boolean
+  /** Text the current request has streamed so far. */
+  readonly partialText: string
+  /** Tool results being sent as the next run's input, until that run's first chunk proves they were recorded. */
+  readonly unsent: ReadonlyArray<ToolReturn>
+}
+
+export const initial: TaskProgress = {
+  runId: undefined,
+  lastSeq: 0,
+  modelComplete: true,
+  partialText: "",
+  unsent: []
+}
+
+/** A run is about to send `input`: its tool results are unsent until the run's first chunk. */
+export const sending = (progress: TaskProgress, input: ReadonlyArray<InputMessage>): TaskProgress => ({
+  ...progress,
+  modelComplete: false,
+  partialText: "",
+  unsent: input.filter((m): m is ToolReturn => m.type === "tool_return")
+})
+
+export const step = (progress: TaskProgress, chunk: Chunk): TaskProgress => ({
+  runId: chunk.run_id,
+  lastSeq: chunk.seq,
+  unsent: [],
+  partialText: chunk.type === "request_begin"
+    ? ""
+    : chunk.type === "text_delta"
+    ? progress.partialText + chunk.content
+    : progress.partialText,
+  modelComplete: chunk.type === "request_begin"
+    ? false
+    : (chunk.type === "request_end" && chunk.status === "ok") || chunk.type === "stop_reason"
+    ? true
+    : progress.modelComplete
+})

@@ -110,7 +110,7 @@ export const chat = (io: Io, env: AppEnv, model: Model) =>
                 editor.stop()
                 screen.close()
                 io.err("baton: forced to quit while the task was stopping\n")
-                process.exit(130)
+                io.exit(130)
               }
               if (interrupts === 2) yield* view.print(style.dim("(stopping… Ctrl-C once more forces Baton to quit)"))
               return yield* session.interrupt

@@ -6,7 +6,7 @@ import { layerFromSettings } from "../../services/provider/Config.js"
 import { chat as chatProgram } from "./ChatCommand.js"
 import { parseConversationId } from "./SelectConversation.js"
 import { demo as demoProgram } from "./DemoCommand.js"
-import { nodeIo } from "./Io.js"
+import { type Io, nodeIo } from "./Io.js"
 import { recordedTask } from "./ReplayCommand.js"
 import { runTask } from "./RunCommand.js"
 import { type ServeCommandOptions, serve as serveProgram } from "./ServeCommand.js"
@@ -23,22 +23,25 @@ const readPrompt = (words: ReadonlyArray<string>) =>
 
 export const run = (args: CommonArgs, options: { readonly json: boolean; readonly prompt: ReadonlyArray<string> }) =>
   Effect.gen(function*() {
-    const env = yield* resolveEnv(args)
+    const io = nodeIo()
+    const env = yield* resolveEnv(args, io.cwd())
     const model = yield* modelFor(env)
-    yield* runTask(nodeIo(), { env, prompt: [yield* readPrompt(options.prompt)], json: options.json, provider: model.layer })
+    yield* runTask(io, { env, prompt: [yield* readPrompt(options.prompt)], json: options.json, provider: model.layer })
   })
 
 export const chat = (args: CommonArgs) =>
   Effect.gen(function*() {
-    const env = yield* resolveEnv(args)
-    yield* chatProgram(nodeIo(), env, yield* modelFor(env))
+    const io = nodeIo()
+    const env = yield* resolveEnv(args, io.cwd())
+    yield* chatProgram(io, env, yield* modelFor(env))
   })
 
 export const replay = (args: CommonArgs, options: { readonly json: boolean; readonly cassette: string }) =>
   Effect.gen(function*() {
-    const env = yield* resolveEnv(args)
+    const io = nodeIo()
+    const env = yield* resolveEnv(args, io.cwd())
     const task = yield* recordedTask(options.cassette)
-    yield* runTask(nodeIo(), {
+    yield* runTask(io, {
       env,
       prompt: task.prompt,
       json: options.json,
@@ -48,17 +51,19 @@ export const replay = (args: CommonArgs, options: { readonly json: boolean; read
     })
   })
 
-const withStore = <A, E, R>(args: CommonArgs, program: Effect.Effect<A, E, R>) =>
-  Effect.provide(program, backendLayer(storeEnv(args), undefined))
+const withStore = <A, E, R>(args: CommonArgs, program: (io: Io) => Effect.Effect<A, E, R>) => {
+  const io = nodeIo()
+  return Effect.provide(program(io), backendLayer(storeEnv(args, io.cwd()), undefined))
+}
 
 export const sessionsList = (args: CommonArgs, options: { readonly json: boolean; readonly limit: number }) =>
-  withStore(args, listSessions(nodeIo(), options))
+  withStore(args, (io) => listSessions(io, options))
 
 export const sessionsShow = (args: CommonArgs, options: { readonly json: boolean; readonly id: string }) =>
-  Effect.flatMap(parseConversationId(options.id), (id) => withStore(args, showSession(nodeIo(), id, options)))
+  Effect.flatMap(parseConversationId(options.id), (id) => withStore(args, (io) => showSession(io, id, options)))
 
 export const sessionsExport = (args: CommonArgs, options: { readonly id: string; readonly out: string | undefined }) =>
-  Effect.flatMap(parseConversationId(options.id), (id) => withStore(args, exportSession(nodeIo(), id, options)))
+  Effect.flatMap(parseConversationId(options.id), (id) => withStore(args, (io) => exportSession(io, id, options)))
 
 export const demo = (options: { readonly fast: boolean }) => demoProgram(nodeIo(), options)
 

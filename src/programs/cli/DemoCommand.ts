@@ -66,10 +66,10 @@ export const paced = (deltaMs: number, firstMs: number) =>
     })))
 
 /** How to run this same bin again, for the closing hint. */
-const invocation = (): string => {
-  const script = process.argv[1]
+const invocation = (io: Io): string => {
+  const script = io.argv[1]
   if (script === undefined) return "baton"
-  const relative = Path.relative(process.cwd(), script)
+  const relative = Path.relative(io.cwd(), script)
   return relative.startsWith("..") || Path.isAbsolute(relative) ? "baton" : `node ${relative}`
 }
 
@@ -118,7 +118,7 @@ export const demo = (io: Io, options: DemoOptions) =>
       }))
       return { conversationId: session.conversationId, outcome }
     })).pipe(Effect.provide(taskLayer(env, model)))
-    const again = invocation()
+    const again = invocation(io)
     yield* view.print([
       "",
       outcome === "end_turn" ? style.green("✓ the task is done") : style.red(`✗ the task ended with ${outcome ?? "no stop reason"}`),

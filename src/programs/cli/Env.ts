@@ -33,19 +33,20 @@ export interface AppEnv {
 
 export const defaultHome = (): string => Path.join(Os.homedir(), ".baton")
 
-export const resolveEnv = (args: CommonArgs): Effect.Effect<AppEnv, ConfigError> =>
+/** `cwd` is the workspace when `--workspace` is absent. */
+export const resolveEnv = (args: CommonArgs, cwd: string): Effect.Effect<AppEnv, ConfigError> =>
   Effect.gen(function*() {
     const home = Path.resolve(args.home ?? defaultHome())
     // Real (symlinks resolved), as the ToolExecutor and conversations record it.
-    const workspace = yield* resolveWorkspace(args.workspace ?? process.cwd())
+    const workspace = yield* resolveWorkspace(args.workspace ?? cwd)
     const settings = yield* loadSettings(home, workspace)
     return { home, workspace, settings, args }
   })
 
 /** For commands that only read conversations: the home, and nothing from the workspace. */
-export const storeEnv = (args: CommonArgs): AppEnv => ({
+export const storeEnv = (args: CommonArgs, cwd: string): AppEnv => ({
   home: Path.resolve(args.home ?? defaultHome()),
-  workspace: process.cwd(),
+  workspace: cwd,
   settings: { file: {}, rules: emptyRules, sources: [] },
   args
 })

@@ -22,7 +22,7 @@ export interface ServeCommandOptions {
  */
 export const serve = (io: Io, args: CommonArgs, options: ServeCommandOptions) =>
   Effect.gen(function*() {
-    const env = yield* resolveEnv({ ...args, server: undefined })
+    const env = yield* resolveEnv({ ...args, server: undefined }, io.cwd())
     const model = yield* modelFor(env)
     const token = options.token ?? (yield* serverToken)
     const server = serveLayer({

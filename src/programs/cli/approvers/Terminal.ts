@@ -16,11 +16,11 @@ export const NOT_A_TTY_NOTE = "stdin is not a terminal, so no one can be asked: 
 /** One question on the terminal (stderr), answered on stdin; asks again until the answer is y, a or n. */
 const askOnTerminal = (io: Io, question: string, style: Style): Effect.Effect<Decision> =>
   Effect.async<Decision>((resume) => {
-    const rl = Readline.createInterface({ input: io.stdin, output: process.stderr, terminal: true })
+    const rl = Readline.createInterface({ input: io.stdin, output: io.stderr, terminal: true })
     // Ctrl-C here must stop the task the way it does anywhere else: hand it to the process.
     rl.on("SIGINT", () => {
       rl.close()
-      process.kill(process.pid, "SIGINT")
+      io.raiseInterrupt()
     })
     const ask = (prefix: string) =>
       rl.question(`${prefix}${question}`, (answer) => {

@@ -11,6 +11,15 @@ import { gateLayer, isLoopbackHost } from "./Auth.js"
 import { handlersLayer } from "./Handlers.js"
 import { realClock } from "../../services/RealClock.js"
 
+/**
+ * `baton serve`: HTTP + SSE over the Backend. programs/server holds the server side of the remote
+ * protocol (services/backend/HttpApi.ts defines it, services/backend/Remote.ts is its client): this
+ * module binds the listener, drains runs at shutdown and exports the embedding API (`baton/Server`);
+ * Handlers.ts maps each endpoint to one Backend call, Sse.ts streams a run's chunks as resumable
+ * events, Auth.ts gates every route (the bearer token; nothing while draining) and tells a loopback
+ * host from one that needs a token.
+ */
+
 export const DEFAULT_HOST = "127.0.0.1"
 export const DEFAULT_PORT = 8283
 

@@ -8,6 +8,13 @@ import { callLine } from "../view/EventView.js"
 import type { Io } from "../Io.js"
 import type { Style } from "../view/Style.js"
 
+/**
+ * The approvers: who answers a tool call the permission rules leave open. Here, those of the
+ * non-interactive commands, picked by `--approve`: none (only the rules decide, the rest is denied),
+ * allow-all, or a question on the terminal that only a typed y/a/n answers, and never on piped stdin.
+ * Chat.ts is `baton chat`'s: the question under the call in the live view, answered on the input line.
+ */
+
 /** `--approve allow`: everything the rules do not deny (the rules are applied before any approver). */
 export const allowAll: Approver = () => Effect.succeed("allow")
 

@@ -12,8 +12,7 @@ import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import * as Layer from "effect/Layer"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
-import { demo } from "../src/programs/cli/DemoCommand.js"
-import { nodeIo } from "../src/programs/cli/Io.js"
+import { demo } from "../src/programs/cli/Commands.js"
 import { layerRecord } from "../src/services/provider/Cassette.js"
 import { layerScripted, Turn } from "../src/services/provider/Scripted.js"
 
@@ -63,4 +62,4 @@ const cassette = Path.join(import.meta.dirname, "..", "demo", "cassette.jsonl")
 Fs.writeFileSync(cassette, "")
 const provider = layerRecord(cassette).pipe(Layer.provide([layerScripted(script), NodeFileSystem.layer]))
 
-NodeRuntime.runMain(demo(nodeIo(), { fast: true, provider }))
+NodeRuntime.runMain(demo({ fast: true }, provider))

@@ -9,8 +9,8 @@ import { VERSION } from "./programs/cli/Version.js"
 
 /**
  * The `baton` command line: options, arguments and help. Each handler hands its parsed options to
- * programs/Commands.ts, which resolves the environment, picks the layers (programs/AppEnv.ts) and
- * runs one program.
+ * programs/cli/Commands.ts, which resolves the environment (Env.ts), provides the layers
+ * (Layers.ts) and runs one program.
  */
 
 /** An optional option that falls back to an environment variable (read through Effect Config). */

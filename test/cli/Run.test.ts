@@ -7,6 +7,7 @@ import { awaitFileText } from "../support/Processes.js"
 import { cliDirs, jsonEvents, processGone, runCli, startCli } from "../support/cliProcess.js"
 import * as MockModelServer from "../support/MockModelServer.js"
 import { Reply } from "../support/MockModelServer.js"
+import { runInPty } from "../support/ptyProcess.js"
 import { assertOrdering, byType } from "../support/sessionHarness.js"
 
 /** `baton run` as a child process against the loopback model server: the --json contract and exit codes. */
@@ -228,5 +229,31 @@ describe("baton run: Ctrl-C and replay (built CLI)", () => {
       const diverged = yield* runCli(["replay", cassette, "--approve", "allow", ...ws], { env: { BATON_HOME: dirs.home } })
       assert.strictEqual(diverged.code, 1)
       assert.include(diverged.stderr, "no recording left")
+    }))
+})
+
+describe("baton run --approve ask (built CLI in a pseudo-terminal)", () => {
+  it.scopedLive("the question on the terminal takes only y/a/n; Ctrl-C at it stops the task like any Ctrl-C (exit 130)", () =>
+    Effect.gen(function*() {
+      const { env, server, ws } = yield* setup(readCall(), Reply.text("It says alpha."), readCall())
+      const answered = yield* runInPty(["run", "--approve", "ask", ...ws, "what is in a.txt?"], [
+        { expect: "answer \\(y/a/n\\) ›" },
+        { send: "maybe\r" },
+        { expect: "type y, a or n" },
+        { send: "y\r" },
+        { expect: "It says alpha\\." },
+        { wait_exit: true }
+      ], env)
+      assert.isTrue(answered.ok, `${answered.reason}\n${answered.transcript}`)
+      assert.strictEqual(answered.exit_code, 0, answered.transcript)
+
+      const interrupted = yield* runInPty(["run", "--approve", "ask", ...ws, "read it again"], [
+        { expect: "answer \\(y/a/n\\) ›" },
+        { send: "\u0003" },
+        { wait_exit: true }
+      ], env)
+      assert.isTrue(interrupted.ok, `${interrupted.reason}\n${interrupted.transcript}`)
+      assert.strictEqual(interrupted.exit_code, 130, interrupted.transcript)
+      assert.strictEqual((yield* server.requests).length, 3, "nothing was sent to the model after the interrupt")
     }))
 })

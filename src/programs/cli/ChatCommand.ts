@@ -1,10 +1,14 @@
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as Queue from "effect/Queue"
+import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
+import type { BackendError, ConfigError } from "../../domain/Errors.js"
 import type { TaskEvent } from "../../domain/Events.js"
+import type { Backend } from "../../services/Backend.js"
+import type { ToolExecutor } from "../../services/ToolExecutor.js"
 import type { Approver } from "../session/ApprovalGate.js"
-import { type AppEnv, conversationSettings, maxTurns, type Model, taskLayer } from "./Env.js"
+import { type AppEnv, conversationSettings, maxTurns } from "./Env.js"
 import { allowAll, NOT_A_TTY_NOTE } from "./approvers/Terminal.js"
 import { makeChatApproval } from "./approvers/Chat.js"
 import { selectConversation } from "./SelectConversation.js"
@@ -29,156 +33,160 @@ const HELP = [
  * `baton chat`: one conversation, prompt after prompt. Input is read all the time, so a line typed
  * while a task runs steers it, an approval question takes the next typed answer, and Ctrl-C
  * interrupts the task (the Session records the carry-over) without leaving. On piped input each line
- * is a prompt, nothing is approved by a prompt, and the end of input ends the chat.
+ * is a prompt, nothing is approved by a prompt, and the end of input ends the chat. `model` names
+ * the model for the header line.
  */
-export const chat = (io: Io, env: AppEnv, model: Model) =>
-  Effect.gen(function*() {
-    const interactive = io.stdinTTY && io.stdoutTTY
-    const style = makeStyle(colorFor({ isTTY: io.stdoutTTY }, io.env))
-    const screen = makeScreen({ write: io.out, columns: io.columns }, interactive)
-    const mode = env.args.approve ?? "ask"
-    // The chat's own question shows each answer; `--approve allow` answers without one, so say so.
-    const view = makeLiveView(
-      screen,
-      { style, userDecisions: mode === "allow", userLabel: "(--approve allow)", reasoning: true, prompts: false, steering: false },
-      "Ctrl-C interrupts"
-    )
-    const input = yield* Queue.unbounded<InputEvent>()
-    const editor = yield* Effect.acquireRelease(
-      Effect.sync(() => startLineEditor(io.stdin, screen, (event) => Queue.unsafeOffer(input, event))),
-      (e) => Effect.sync(() => {
-        e.stop()
-        screen.close()
-      })
-    )
-    const prompt = style.bold(style.cyan("› "))
-    const steerPrompt = style.dim("steer › ")
-    const approval = yield* makeChatApproval({ view, editor, style, workspace: env.workspace, prompt: steerPrompt })
-    const approver: Approver | undefined = mode === "allow" ? allowAll : mode === "ask" && interactive ? approval.approver : undefined
-
-    const selected = yield* selectConversation(env)
-    const session = yield* open({
-      ...(selected.id !== undefined ? { conversationId: selected.id } : {}),
-      rules: env.settings.rules,
-      ...(approver !== undefined ? { approver } : {}),
-      settings: conversationSettings(env)
+export const chat: (io: Io, env: AppEnv, model: string) => Effect.Effect<
+  void,
+  BackendError | ConfigError,
+  Backend | ToolExecutor | Scope.Scope
+> = Effect.fn("Cli.chat")(function*(io: Io, env: AppEnv, model: string) {
+  const interactive = io.stdinTTY && io.stdoutTTY
+  const style = makeStyle(colorFor({ isTTY: io.stdoutTTY }, io.env))
+  const screen = makeScreen({ write: io.out, columns: io.columns }, interactive)
+  const mode = env.args.approve ?? "ask"
+  // The chat's own question shows each answer; `--approve allow` answers without one, so say so.
+  const view = makeLiveView(
+    screen,
+    { style, userDecisions: mode === "allow", userLabel: "(--approve allow)", reasoning: true, prompts: false, steering: false },
+    "Ctrl-C interrupts"
+  )
+  const input = yield* Queue.unbounded<InputEvent>()
+  const editor = yield* Effect.acquireRelease(
+    Effect.sync(() => startLineEditor(io.stdin, screen, (event) => Queue.unsafeOffer(input, event))),
+    (e) => Effect.sync(() => {
+      e.stop()
+      screen.close()
     })
-    yield* view.print([
-      `${style.bold("baton")} ${VERSION} · ${model.describe} · ${env.workspace}`,
-      style.dim(`${selected.id !== undefined ? "continuing" : "new"} conversation ${session.conversationId}`),
-      ...(mode === "ask" && !interactive ? [style.yellow(NOT_A_TTY_NOTE)] : []),
-      ...(interactive ? [style.dim("Enter sends · typing during a task steers it · Ctrl-C interrupts a task · /help · /exit")] : [])
-    ].join("\n"))
-    if (selected.id !== undefined) {
-      const items = yield* session.backfill
-      if (items.length > 0) {
-        renderHistory(items, style, (text) => screen.write(text))
-        yield* view.print(style.dim("────"))
-      }
+  )
+  const prompt = style.bold(style.cyan("› "))
+  const steerPrompt = style.dim("steer › ")
+  const approval = yield* makeChatApproval({ view, editor, style, workspace: env.workspace, prompt: steerPrompt })
+  const approver: Approver | undefined = mode === "allow" ? allowAll : mode === "ask" && interactive ? approval.approver : undefined
+
+  const selected = yield* selectConversation(env)
+  const session = yield* open({
+    ...(selected.id !== undefined ? { conversationId: selected.id } : {}),
+    rules: env.settings.rules,
+    ...(approver !== undefined ? { approver } : {}),
+    settings: conversationSettings(env)
+  })
+  yield* view.print([
+    `${style.bold("baton")} ${VERSION} · ${model} · ${env.workspace}`,
+    style.dim(`${selected.id !== undefined ? "continuing" : "new"} conversation ${session.conversationId}`),
+    ...(mode === "ask" && !interactive ? [style.yellow(NOT_A_TTY_NOTE)] : []),
+    ...(interactive ? [style.dim("Enter sends · typing during a task steers it · Ctrl-C interrupts a task · /help · /exit")] : [])
+  ].join("\n"))
+  if (selected.id !== undefined) {
+    const items = yield* session.backfill
+    if (items.length > 0) {
+      renderHistory(items, style, (text) => screen.write(text))
+      yield* view.print(style.dim("────"))
     }
-    const turns = maxTurns(env)
+  }
+  const turns = maxTurns(env)
 
-    /** One task; input keeps flowing to steering, the approval question and Ctrl-C meanwhile. */
-    const task = (events: Stream.Stream<TaskEvent, SessionError>) =>
-      Effect.scoped(Effect.gen(function*() {
-        yield* view.during
-        editor.setPrompt(steerPrompt)
-        let interrupts = 0
-        const renderer = yield* events.pipe(
-          Stream.runForEach(view.show),
-          Effect.catchAll((error) => view.print(style.red(`✗ ${error.message}`))),
-          Effect.forkScoped
-        )
-        // Piped input is a list of prompts, one per task: it is read only between tasks.
-        if (interactive) yield* Effect.forkScoped(Effect.forever(Effect.gen(function*() {
-          const event = yield* Queue.take(input)
-          switch (event._tag) {
-            case "Line": {
-              if (yield* approval.answer(event.text)) return
-              const text = event.text.trim()
-              if (text === "") return
-              if (text.startsWith("/")) return yield* view.print(style.dim("commands wait until the task ends (Ctrl-C interrupts it)"))
-              const queued = yield* session.steer(text)
-              return yield* view.print(queued
-                ? style.magenta(`↳ steering: ${text} ${style.dim("(sent with the next model request)")}`)
-                : style.dim("the task is ending; send that again as a new prompt"))
+  /** One task; input keeps flowing to steering, the approval question and Ctrl-C meanwhile. */
+  const task = (events: Stream.Stream<TaskEvent, SessionError>) =>
+    Effect.scoped(Effect.gen(function*() {
+      yield* view.during
+      editor.setPrompt(steerPrompt)
+      let interrupts = 0
+      const renderer = yield* events.pipe(
+        Stream.runForEach(view.show),
+        Effect.catchAll((error) => view.print(style.red(`✗ ${error.message}`))),
+        Effect.forkScoped
+      )
+      // Piped input is a list of prompts, one per task: it is read only between tasks.
+      if (interactive) yield* Effect.forkScoped(Effect.forever(Effect.gen(function*() {
+        const event = yield* Queue.take(input)
+        switch (event._tag) {
+          case "Line": {
+            if (yield* approval.answer(event.text)) return
+            const text = event.text.trim()
+            if (text === "") return
+            if (text.startsWith("/")) return yield* view.print(style.dim("commands wait until the task ends (Ctrl-C interrupts it)"))
+            const queued = yield* session.steer(text)
+            return yield* view.print(queued
+              ? style.magenta(`↳ steering: ${text} ${style.dim("(sent with the next model request)")}`)
+              : style.dim("the task is ending; send that again as a new prompt"))
+          }
+          case "Interrupt":
+          case "Escape": {
+            // An interrupt that never finishes must not trap the user: the third Ctrl-C quits.
+            if (event._tag === "Interrupt" && ++interrupts >= 3) {
+              editor.stop()
+              screen.close()
+              io.err("baton: forced to quit while the task was stopping\n")
+              io.exit(130)
             }
-            case "Interrupt":
-            case "Escape": {
-              // An interrupt that never finishes must not trap the user: the third Ctrl-C quits.
-              if (event._tag === "Interrupt" && ++interrupts >= 3) {
-                editor.stop()
-                screen.close()
-                io.err("baton: forced to quit while the task was stopping\n")
-                process.exit(130)
-              }
-              if (interrupts === 2) yield* view.print(style.dim("(stopping… Ctrl-C once more forces Baton to quit)"))
-              return yield* session.interrupt
-            }
-            case "Eof":
-              return
+            if (interrupts === 2) yield* view.print(style.dim("(stopping… Ctrl-C once more forces Baton to quit)"))
+            return yield* session.interrupt
           }
-        })))
-        yield* Fiber.join(renderer)
-      }))
-
-    const slash = (line: string) =>
-      Effect.gen(function*() {
-        const [command] = line.slice(1).split(/\s+/)
-        switch (command) {
-          case "exit":
-          case "quit":
-            return "exit" as const
-          case "help":
-            yield* view.print(HELP.map((l) => style.dim(l)).join("\n"))
-            return undefined
-          case "title": {
-            const title = yield* Effect.either(session.generateTitle)
-            yield* view.print(title._tag === "Right" ? `title: ${style.bold(title.right)}` : style.red(`✗ no title: ${title.left.message}`))
-            return undefined
-          }
-          case "compact": {
-            const can = yield* Effect.either(session.compactability)
-            if (can._tag === "Left") yield* view.print(style.red(`✗ ${can.left.message}`))
-            else if (can.right !== "ok") {
-              yield* view.print(style.dim(
-                can.right === "empty" ? "nothing to compact yet" : can.right === "just_compacted" ? "just compacted; nothing new since" : "this conversation cannot be compacted"
-              ))
-            } else yield* task(session.compact)
-            return undefined
-          }
-          default:
-            yield* view.print(style.dim(`unknown command /${command ?? ""}; /help lists them`))
-            return undefined
+          case "Eof":
+            return
         }
-      })
+      })))
+      yield* Fiber.join(renderer)
+    }))
 
-    let armedExit = false
-    for (;;) {
-      editor.setPrompt(prompt)
-      const event = yield* Queue.take(input)
-      if (event._tag === "Eof") break
-      if (event._tag === "Escape") continue
-      if (event._tag === "Interrupt") {
-        if (event.hadText) {
-          armedExit = false
-          continue
+  const slash = (line: string) =>
+    Effect.gen(function*() {
+      const [command] = line.slice(1).split(/\s+/)
+      switch (command) {
+        case "exit":
+        case "quit":
+          return "exit" as const
+        case "help":
+          yield* view.print(HELP.map((l) => style.dim(l)).join("\n"))
+          return undefined
+        case "title": {
+          const title = yield* Effect.either(session.generateTitle)
+          yield* view.print(title._tag === "Right" ? `title: ${style.bold(title.right)}` : style.red(`✗ no title: ${title.left.message}`))
+          return undefined
         }
-        if (armedExit) break
-        armedExit = true
-        yield* view.print(style.dim("(press Ctrl-C again to leave, or type /exit)"))
+        case "compact": {
+          const can = yield* Effect.either(session.compactability)
+          if (can._tag === "Left") yield* view.print(style.red(`✗ ${can.left.message}`))
+          else if (can.right !== "ok") {
+            yield* view.print(style.dim(
+              can.right === "empty" ? "nothing to compact yet" : can.right === "just_compacted" ? "just compacted; nothing new since" : "this conversation cannot be compacted"
+            ))
+          } else yield* task(session.compact)
+          return undefined
+        }
+        default:
+          yield* view.print(style.dim(`unknown command /${command ?? ""}; /help lists them`))
+          return undefined
+      }
+    })
+
+  let armedExit = false
+  for (;;) {
+    editor.setPrompt(prompt)
+    const event = yield* Queue.take(input)
+    if (event._tag === "Eof") break
+    if (event._tag === "Escape") continue
+    if (event._tag === "Interrupt") {
+      if (event.hadText) {
+        armedExit = false
         continue
       }
-      armedExit = false
-      const text = event.text.trim()
-      if (text === "") continue
-      yield* view.print(`${prompt}${text}`)
-      if (text.startsWith("/")) {
-        if ((yield* slash(text)) === "exit") break
-        continue
-      }
-      yield* task(session.run(text, turns !== undefined ? { maxTurns: turns } : {}))
-      screen.write("\n")
+      if (armedExit) break
+      armedExit = true
+      yield* view.print(style.dim("(press Ctrl-C again to leave, or type /exit)"))
+      continue
     }
-    yield* view.print(style.dim(`conversation ${session.conversationId}\ncontinue it with: baton chat --conversation ${session.conversationId}`))
-  }).pipe(Effect.scoped, Effect.provide(taskLayer(env, model.layer)))
+    armedExit = false
+    const text = event.text.trim()
+    if (text === "") continue
+    yield* view.print(`${prompt}${text}`)
+    if (text.startsWith("/")) {
+      if ((yield* slash(text)) === "exit") break
+      continue
+    }
+    yield* task(session.run(text, turns !== undefined ? { maxTurns: turns } : {}))
+    screen.write("\n")
+  }
+  yield* view.print(style.dim(`conversation ${session.conversationId}\ncontinue it with: baton chat --conversation ${session.conversationId}`))
+})

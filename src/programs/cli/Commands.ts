@@ -1,65 +1,97 @@
 import * as Effect from "effect/Effect"
+import type * as Layer from "effect/Layer"
 import * as Fs from "node:fs"
-import { backendLayer, modelFor, resolveEnv, storeEnv } from "./Env.js"
-import type { CommonArgs } from "./CommonArgs.js"
-import { layerFromSettings } from "../../services/provider/Config.js"
+import * as Path from "node:path"
+import type { ConfigError } from "../../domain/Errors.js"
+import type { Provider } from "../../services/Provider.js"
 import { chat as chatProgram } from "./ChatCommand.js"
-import { parseConversationId } from "./SelectConversation.js"
-import { demo as demoProgram } from "./DemoCommand.js"
+import { type CommonArgs, noCommonArgs } from "./CommonArgs.js"
+import { demo as demoProgram, demoAssets, prepareDemo } from "./DemoCommand.js"
+import { freshEnv, resolveEnv, serverToken, storeEnv, storeFile } from "./Env.js"
 import { nodeIo } from "./Io.js"
+import * as Layers from "./Layers.js"
 import { recordedTask } from "./ReplayCommand.js"
 import { runTask } from "./RunCommand.js"
+import { parseConversationId } from "./SelectConversation.js"
 import { type ServeCommandOptions, serve as serveProgram } from "./ServeCommand.js"
 import { exportSession, listSessions, showSession } from "./SessionsCommand.js"
 
 /**
- * The body of every `baton` command: resolve where it runs, pick the layers, call one program.
- * src/Cli.ts loads this module only once a command runs, so `baton --help` never pays for SQLite,
- * the providers or the tools.
+ * The body of every `baton` command: resolve where it runs, provide its layers from Layers.ts, run
+ * its program. programs/cli holds the command line's side of Baton: the command programs
+ * (*Command.ts, each naming the services it needs in its type), this entry and the composition root
+ * (Env.ts resolves where a command runs, Layers.ts turns that into layers), the approvers (approvers/:
+ * who answers a call the rules leave open) and the terminal views (view/: task events as a person
+ * reads them). src/Cli.ts loads this module only once a command runs, so `baton --help` never pays
+ * for SQLite, the providers or the tools.
  */
 
 const readPrompt = (words: ReadonlyArray<string>) =>
   Effect.sync(() => (words.length === 1 && words[0] === "-" ? Fs.readFileSync(0, "utf8") : words.join(" ")))
 
-export const run = (args: CommonArgs, options: { readonly json: boolean; readonly prompt: ReadonlyArray<string> }) =>
-  Effect.gen(function*() {
-    const env = yield* resolveEnv(args)
-    const model = yield* modelFor(env)
-    yield* runTask(nodeIo(), { env, prompt: [yield* readPrompt(options.prompt)], json: options.json, provider: model.layer })
+export const run = Effect.fn("Commands.run")(function*(args: CommonArgs, options: { readonly json: boolean; readonly prompt: ReadonlyArray<string> }) {
+  const io = nodeIo()
+  const env = yield* resolveEnv(args, io.cwd())
+  const model = yield* Layers.model(env)
+  const prompt = yield* readPrompt(options.prompt)
+  yield* runTask(io, { env, prompt: [prompt], json: options.json }).pipe(Effect.scoped, Effect.provide(Layers.task(env, model.layer)))
+})
+
+export const chat = Effect.fn("Commands.chat")(function*(args: CommonArgs) {
+  const io = nodeIo()
+  const env = yield* resolveEnv(args, io.cwd())
+  const model = yield* Layers.model(env)
+  yield* chatProgram(io, env, model.describe).pipe(Effect.scoped, Effect.provide(Layers.task(env, model.layer)))
+})
+
+export const replay = Effect.fn("Commands.replay")(function*(args: CommonArgs, options: { readonly json: boolean; readonly cassette: string }) {
+  const io = nodeIo()
+  const env = yield* resolveEnv(args, io.cwd())
+  const task = yield* recordedTask(options.cassette)
+  yield* runTask(io, {
+    env,
+    prompt: task.prompt,
+    json: options.json,
+    settings: { system_prompt: task.system, ...(task.model !== undefined ? { model: task.model } : {}) },
+    view: { prompts: true }
+  }).pipe(Effect.scoped, Effect.provide(Layers.task(env, Layers.replay(task.cassette))))
+})
+
+/** `model` replaces the bundled cassette (scripts/record-demo.ts passes a recorder). */
+export const demo = Effect.fn("Commands.demo")(function*(options: { readonly fast: boolean }, model?: Layer.Layer<Provider, ConfigError>) {
+  const io = nodeIo()
+  const assets = yield* demoAssets()
+  const dirs = yield* prepareDemo(assets)
+  const provider = model ?? Layers.demoModel(Path.join(assets, "cassette.jsonl"), { fast: options.fast || !io.stdoutTTY })
+  yield* demoProgram(io, dirs).pipe(Effect.provide(Layers.task(freshEnv(dirs, noCommonArgs), provider)))
+})
+
+export const serve = Effect.fn("Commands.serve")(function*(args: CommonArgs, options: ServeCommandOptions) {
+  const io = nodeIo()
+  const env = yield* resolveEnv({ ...args, server: undefined }, io.cwd())
+  const model = yield* Layers.model(env)
+  const token = options.token ?? (yield* serverToken)
+  const server = Layers.server(env, model.layer, {
+    ...(options.host !== undefined ? { host: options.host } : {}),
+    ...(options.port !== undefined ? { port: options.port } : {}),
+    ...(token !== undefined ? { token } : {})
   })
+  return yield* serveProgram(io, { model: model.describe, store: storeFile(env), token: token !== undefined }).pipe(Effect.provide(server))
+})
 
-export const chat = (args: CommonArgs) =>
-  Effect.gen(function*() {
-    const env = yield* resolveEnv(args)
-    yield* chatProgram(nodeIo(), env, yield* modelFor(env))
-  })
+export const sessionsList = Effect.fn("Commands.sessionsList")(function*(args: CommonArgs, options: { readonly json: boolean; readonly limit: number }) {
+  const io = nodeIo()
+  yield* listSessions(io, options).pipe(Effect.provide(Layers.backend(storeEnv(args, io.cwd()))))
+})
 
-export const replay = (args: CommonArgs, options: { readonly json: boolean; readonly cassette: string }) =>
-  Effect.gen(function*() {
-    const env = yield* resolveEnv(args)
-    const task = yield* recordedTask(options.cassette)
-    yield* runTask(nodeIo(), {
-      env,
-      prompt: task.prompt,
-      json: options.json,
-      provider: layerFromSettings({ kind: "replay", cassette: task.cassette }),
-      settings: { system_prompt: task.system, ...(task.model !== undefined ? { model: task.model } : {}) },
-      view: { prompts: true }
-    })
-  })
+export const sessionsShow = Effect.fn("Commands.sessionsShow")(function*(args: CommonArgs, options: { readonly json: boolean; readonly id: string }) {
+  const io = nodeIo()
+  const id = yield* parseConversationId(options.id)
+  yield* showSession(io, id, options).pipe(Effect.provide(Layers.backend(storeEnv(args, io.cwd()))))
+})
 
-const withStore = <A, E, R>(args: CommonArgs, program: Effect.Effect<A, E, R>) =>
-  Effect.provide(program, backendLayer(storeEnv(args), undefined))
-
-export const sessionsList = (args: CommonArgs, options: { readonly json: boolean; readonly limit: number }) =>
-  withStore(args, listSessions(nodeIo(), options))
-
-export const sessionsShow = (args: CommonArgs, options: { readonly json: boolean; readonly id: string }) =>
-  Effect.flatMap(parseConversationId(options.id), (id) => withStore(args, showSession(nodeIo(), id, options)))
-
-export const sessionsExport = (args: CommonArgs, options: { readonly id: string; readonly out: string | undefined }) =>
-  Effect.flatMap(parseConversationId(options.id), (id) => withStore(args, exportSession(nodeIo(), id, options)))
-
-export const demo = (options: { readonly fast: boolean }) => demoProgram(nodeIo(), options)
-
-export const serve = (args: CommonArgs, options: ServeCommandOptions) => serveProgram(nodeIo(), args, options)
+export const sessionsExport = Effect.fn("Commands.sessionsExport")(function*(args: CommonArgs, options: { readonly id: string; readonly out: string | undefined }) {
+  const io = nodeIo()
+  const id = yield* parseConversationId(options.id)
+  yield* exportSession(io, id, options).pipe(Effect.provide(Layers.backend(storeEnv(args, io.cwd()))))
+})

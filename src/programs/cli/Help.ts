@@ -3,7 +3,7 @@ import { VERSION } from "./Version.js"
 /**
  * `baton`, `baton --help` and `baton --version`, answered without loading Effect: the first thing a
  * person runs should be instant and short. Each command's full help (`baton run --help`) comes from
- * @effect/cli; test/CliHelp.test.ts checks this page names every command and option it defines.
+ * @effect/cli; test/cli/Help.test.ts checks this page names every command and option it defines.
  */
 export const rootHelp = (color: boolean): string => {
   const b = (text: string) => (color ? `\x1b[1m${text}\x1b[22m` : text)

@@ -1,4 +1,4 @@
-import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
+import type { FileSystem } from "@effect/platform/FileSystem"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Schema from "effect/Schema"
@@ -25,10 +25,10 @@ export interface RecordedTask {
  * system prompt and the model. Replaying needs exactly these, because requests are matched by what
  * the model saw.
  */
-export const recordedTask = (file: string): Effect.Effect<RecordedTask, ConfigError> =>
-  Effect.gen(function*() {
+export const recordedTask: (file: string) => Effect.Effect<RecordedTask, ConfigError, FileSystem> = Effect.fn("Cli.recordedTask")(
+  function*(file: string) {
     const cassette = Path.resolve(file)
-    const entries = yield* load(cassette).pipe(Effect.provide(NodeFileSystem.layer))
+    const entries = yield* load(cassette)
     const first = entries[0]
     if (first === undefined) return yield* new ConfigError({ source: cassette, message: `the cassette ${cassette} has no recorded calls` })
     const request = yield* Either.match(Schema.decodeUnknownEither(FirstRequest)(first.request), {
@@ -42,4 +42,5 @@ export const recordedTask = (file: string): Effect.Effect<RecordedTask, ConfigEr
       return yield* new ConfigError({ source: cassette, field: "line 1", message: `the first call in ${cassette} does not start with a user message, so it cannot be replayed from the start` })
     }
     return { cassette, prompt, system: request.system, model: request.model }
-  })
+  }
+)

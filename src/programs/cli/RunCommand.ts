@@ -1,34 +1,28 @@
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
+import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import type { ConversationSettingsInput } from "../../domain/Conversation.js"
-import type { ConversationId } from "../../domain/Ids.js"
-import type * as Layer from "effect/Layer"
-import type { ConfigError } from "../../domain/Errors.js"
-import type { Provider } from "../../services/Provider.js"
-import type { Approver } from "../session/ApprovalGate.js"
-import { type AppEnv, conversationSettings, maxTurns, taskLayer } from "./Env.js"
-import { commandApprover } from "./approvers/Terminal.js"
-import { selectConversation } from "./SelectConversation.js"
-import { CommandExit, exitCodeFor, ExitCode, type Outcome, stepOutcome } from "./ExitCode.js"
-import type { Io } from "./Io.js"
+import type { BackendError, ConfigError } from "../../domain/Errors.js"
+import type { Backend } from "../../services/Backend.js"
+import type { ToolExecutor } from "../../services/ToolExecutor.js"
 import { open } from "../session/Session.js"
-import { makeTaskPrinter } from "./view/TaskOutput.js"
-import { colorFor, makeStyle } from "./view/Style.js"
+import { commandApprover } from "./approvers/Terminal.js"
+import { type AppEnv, conversationSettings, maxTurns } from "./Env.js"
+import { CommandExit, ExitCode, exitCodeFor, type Outcome, stepOutcome } from "./ExitCode.js"
+import type { Io } from "./Io.js"
+import { selectConversation } from "./SelectConversation.js"
 import type { ViewOptions } from "./view/EventView.js"
+import { colorFor, makeStyle } from "./view/Style.js"
+import { makeTaskPrinter } from "./view/TaskOutput.js"
 
 export interface TaskRequest {
   readonly env: AppEnv
   readonly prompt: ReadonlyArray<string>
   readonly json: boolean
-  readonly provider: Layer.Layer<Provider, ConfigError>
   /** Overrides for a new conversation (a replay needs the recorded system prompt and model). */
   readonly settings?: Omit<ConversationSettingsInput, "tools" | "workspace">
-  /** Overrides `--approve` (the demo allows and shows every call). */
-  readonly approver?: Approver
   readonly view?: Partial<ViewOptions>
-  /** Called once the conversation is known (the demo prints how to inspect it). */
-  readonly onConversation?: (id: ConversationId) => Effect.Effect<void>
 }
 
 /**
@@ -36,45 +30,45 @@ export interface TaskRequest {
  * task the way the Session does it (tools stopped, carry-over recorded) and the rest of the stream,
  * down to its `abort`, is still printed before the process exits 130.
  */
-export const runTask = (io: Io, request: TaskRequest) =>
-  Effect.gen(function*() {
-    const { env } = request
-    const style = makeStyle(colorFor({ isTTY: io.stderrTTY }, io.env))
-    const printer = makeTaskPrinter(io, request.json, {
-      ...(env.args.approve === "allow" ? { userLabel: "(--approve allow)" } : {}),
-      ...request.view
-    })
-    const notes = (text: string) => (request.json ? undefined : io.err(`${style.dim(text)}\n`))
-    const selected = yield* selectConversation(env)
-    if (selected.note !== undefined) notes(selected.note)
-    const approval = request.approver !== undefined
-      ? { approver: request.approver }
-      : commandApprover(env.args.approve, io, env.workspace, style)
-    if (approval.note !== undefined && !request.json) io.err(`${style.yellow(approval.note)}\n`)
-    const session = yield* open({
-      ...(selected.id !== undefined ? { conversationId: selected.id } : {}),
-      rules: env.settings.rules,
-      ...(approval.approver !== undefined ? { approver: approval.approver } : {}),
-      settings: { ...conversationSettings(env), ...request.settings }
-    })
-    if (request.onConversation !== undefined) yield* request.onConversation(session.conversationId)
-    const turns = maxTurns(env)
-    let outcome: Outcome = undefined
-    const consumer = yield* session.run(request.prompt, turns !== undefined ? { maxTurns: turns } : {}).pipe(
-      Stream.runForEach((event) =>
-        Effect.sync(() => {
-          outcome = stepOutcome(outcome, event)
-          printer.print(event)
-        })
-      ),
-      Effect.ensuring(Effect.sync(() => printer.finish())),
-      Effect.forkScoped
-    )
-    // The consumer is not interrupted with us: it reads on to the `abort` the interrupt produces.
-    yield* Fiber.join(consumer).pipe(
-      Effect.onInterrupt(() => Effect.zipRight(session.interrupt, Fiber.await(consumer)))
-    )
-    notes(`conversation ${session.conversationId}`)
-    const code = exitCodeFor(outcome)
-    if (code !== ExitCode.ok) return yield* new CommandExit({ code })
-  }).pipe(Effect.scoped, Effect.provide(taskLayer(request.env, request.provider)))
+export const runTask: (io: Io, request: TaskRequest) => Effect.Effect<
+  void,
+  BackendError | ConfigError | CommandExit,
+  Backend | ToolExecutor | Scope.Scope
+> = Effect.fn("Cli.run")(function*(io: Io, request: TaskRequest) {
+  const { env } = request
+  const style = makeStyle(colorFor({ isTTY: io.stderrTTY }, io.env))
+  const printer = makeTaskPrinter(io, request.json, {
+    ...(env.args.approve === "allow" ? { userLabel: "(--approve allow)" } : {}),
+    ...request.view
+  })
+  const notes = (text: string) => (request.json ? undefined : io.err(`${style.dim(text)}\n`))
+  const selected = yield* selectConversation(env)
+  if (selected.note !== undefined) notes(selected.note)
+  const approval = commandApprover(env.args.approve, io, env.workspace, style)
+  if (approval.note !== undefined && !request.json) io.err(`${style.yellow(approval.note)}\n`)
+  const session = yield* open({
+    ...(selected.id !== undefined ? { conversationId: selected.id } : {}),
+    rules: env.settings.rules,
+    ...(approval.approver !== undefined ? { approver: approval.approver } : {}),
+    settings: { ...conversationSettings(env), ...request.settings }
+  })
+  const turns = maxTurns(env)
+  let outcome: Outcome = undefined
+  const consumer = yield* session.run(request.prompt, turns !== undefined ? { maxTurns: turns } : {}).pipe(
+    Stream.runForEach((event) =>
+      Effect.sync(() => {
+        outcome = stepOutcome(outcome, event)
+        printer.print(event)
+      })
+    ),
+    Effect.ensuring(Effect.sync(() => printer.finish())),
+    Effect.forkScoped
+  )
+  // The consumer is not interrupted with us: it reads on to the `abort` the interrupt produces.
+  yield* Fiber.join(consumer).pipe(
+    Effect.onInterrupt(() => Effect.zipRight(session.interrupt, Fiber.await(consumer)))
+  )
+  notes(`conversation ${session.conversationId}`)
+  const code = exitCodeFor(outcome)
+  if (code !== ExitCode.ok) return yield* new CommandExit({ code })
+})

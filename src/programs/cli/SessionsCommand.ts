@@ -38,26 +38,25 @@ const summary = (c: Conversation) => ({
   ...(c.settings.model !== undefined ? { model: c.settings.model } : {})
 })
 
-export const listSessions = (io: Io, options: { readonly json: boolean; readonly limit: number }) =>
-  Effect.gen(function*() {
-    const backend = yield* Backend
-    const page = yield* backend.listConversations({ limit: options.limit })
-    if (options.json) {
-      for (const c of page.items) io.out(`${JSON.stringify(summary(c))}\n`)
-      return
-    }
-    const style = makeStyle(colorFor({ isTTY: io.stdoutTTY }, io.env))
-    if (page.items.length === 0) {
-      io.out(`no conversations yet\n`)
-      return
-    }
-    for (const c of page.items) {
-      const prompt = c.title === undefined ? yield* firstPrompt(backend, c.id) : undefined
-      const label = c.title ?? (prompt !== undefined && prompt.type === "user_message" ? style.dim(excerpt(prompt.content, 60)) : style.dim("(empty)"))
-      io.out(`${style.bold(c.id)}  ${when(c.updated_at)}  ${label}${c.settings.workspace !== undefined ? style.dim(`  ${c.settings.workspace}`) : ""}\n`)
-    }
-    if (page.next !== undefined) io.out(style.dim(`(showing the ${options.limit} most recent; --limit N shows more)\n`))
-  })
+export const listSessions = Effect.fn("Cli.sessionsList")(function*(io: Io, options: { readonly json: boolean; readonly limit: number }) {
+  const backend = yield* Backend
+  const page = yield* backend.listConversations({ limit: options.limit })
+  if (options.json) {
+    for (const c of page.items) io.out(`${JSON.stringify(summary(c))}\n`)
+    return
+  }
+  const style = makeStyle(colorFor({ isTTY: io.stdoutTTY }, io.env))
+  if (page.items.length === 0) {
+    io.out(`no conversations yet\n`)
+    return
+  }
+  for (const c of page.items) {
+    const prompt = c.title === undefined ? yield* firstPrompt(backend, c.id) : undefined
+    const label = c.title ?? (prompt !== undefined && prompt.type === "user_message" ? style.dim(excerpt(prompt.content, 60)) : style.dim("(empty)"))
+    io.out(`${style.bold(c.id)}  ${when(c.updated_at)}  ${label}${c.settings.workspace !== undefined ? style.dim(`  ${c.settings.workspace}`) : ""}\n`)
+  }
+  if (page.next !== undefined) io.out(style.dim(`(showing the ${options.limit} most recent; --limit N shows more)\n`))
+})
 
 /** Every recorded item, oldest first, paging through the history. */
 export const allItems = (id: ConversationId) =>
@@ -90,43 +89,41 @@ export const renderHistory = (items: ReadonlyArray<StoredItem>, style: Style, wr
   }
 }
 
-export const showSession = (io: Io, id: ConversationId, options: { readonly json: boolean }) =>
-  Effect.gen(function*() {
-    const backend = yield* Backend
-    const conversation = yield* backend.getConversation(id)
-    const items = yield* allItems(id)
-    if (options.json) {
-      for (const s of items.filter((s) => s.inTrace)) io.out(eventLine(s.item))
-      return
-    }
-    const style = makeStyle(colorFor({ isTTY: io.stdoutTTY }, io.env))
-    io.out(`${style.bold(`conversation ${conversation.id}`)}${conversation.title !== undefined ? ` — ${conversation.title}` : ""}\n`)
-    io.out(style.dim(`created ${when(conversation.created_at)} · updated ${when(conversation.updated_at)}${conversation.settings.workspace !== undefined ? ` · ${conversation.settings.workspace}` : ""}\n\n`))
-    renderHistory(items, style, io.out)
-  })
+export const showSession = Effect.fn("Cli.sessionsShow")(function*(io: Io, id: ConversationId, options: { readonly json: boolean }) {
+  const backend = yield* Backend
+  const conversation = yield* backend.getConversation(id)
+  const items = yield* allItems(id)
+  if (options.json) {
+    for (const s of items.filter((s) => s.inTrace)) io.out(eventLine(s.item))
+    return
+  }
+  const style = makeStyle(colorFor({ isTTY: io.stdoutTTY }, io.env))
+  io.out(`${style.bold(`conversation ${conversation.id}`)}${conversation.title !== undefined ? ` — ${conversation.title}` : ""}\n`)
+  io.out(style.dim(`created ${when(conversation.created_at)} · updated ${when(conversation.updated_at)}${conversation.settings.workspace !== undefined ? ` · ${conversation.settings.workspace}` : ""}\n\n`))
+  renderHistory(items, style, io.out)
+})
 
 /**
  * Writes every trace segment (`trace_001.jsonl`, …): one per model context, a new one after each
  * compaction. The newest recorded item carries the current segment number.
  */
-export const exportSession = (io: Io, id: ConversationId, options: { readonly out: string | undefined }) =>
-  Effect.gen(function*() {
-    const backend = yield* Backend
-    yield* backend.getConversation(id)
-    const newest = yield* backend.history(id, { limit: 1 })
-    const segments = newest.at(-1)?.segment ?? 1
-    const dir = Path.resolve(options.out ?? `baton-trace-${id}`)
-    yield* Effect.try({
-      try: () => Fs.mkdirSync(dir, { recursive: true }),
-      catch: (cause) => new ConfigError({ source: "--out", field: "out", message: `cannot create ${dir}: ${String(cause)}` })
-    })
-    for (let segment = 1; segment <= segments; segment++) {
-      const text = yield* backend.exportTrace(id, segment)
-      const file = Path.join(dir, `trace_${String(segment).padStart(3, "0")}.jsonl`)
-      yield* Effect.try({
-        try: () => Fs.writeFileSync(file, text),
-        catch: (cause) => new ConfigError({ source: "--out", field: "out", message: `cannot write ${file}: ${String(cause)}` })
-      })
-      io.out(`${file}  (${text === "" ? 0 : text.split("\n").length - 1} items)\n`)
-    }
+export const exportSession = Effect.fn("Cli.sessionsExport")(function*(io: Io, id: ConversationId, options: { readonly out: string | undefined }) {
+  const backend = yield* Backend
+  yield* backend.getConversation(id)
+  const newest = yield* backend.history(id, { limit: 1 })
+  const segments = newest.at(-1)?.segment ?? 1
+  const dir = Path.resolve(options.out ?? `baton-trace-${id}`)
+  yield* Effect.try({
+    try: () => Fs.mkdirSync(dir, { recursive: true }),
+    catch: (cause) => new ConfigError({ source: "--out", field: "out", message: `cannot create ${dir}: ${String(cause)}` })
   })
+  for (let segment = 1; segment <= segments; segment++) {
+    const text = yield* backend.exportTrace(id, segment)
+    const file = Path.join(dir, `trace_${String(segment).padStart(3, "0")}.jsonl`)
+    yield* Effect.try({
+      try: () => Fs.writeFileSync(file, text),
+      catch: (cause) => new ConfigError({ source: "--out", field: "out", message: `cannot write ${file}: ${String(cause)}` })
+    })
+    io.out(`${file}  (${text === "" ? 0 : text.split("\n").length - 1} items)\n`)
+  }
+})

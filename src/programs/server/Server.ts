@@ -11,6 +11,15 @@ import { gateLayer, isLoopbackHost } from "./Auth.js"
 import { handlersLayer } from "./Handlers.js"
 import { realClock } from "../../services/RealClock.js"
 
+/**
+ * `baton serve`: HTTP + SSE over the Backend. programs/server holds the server side of the remote
+ * protocol (services/backend/HttpApi.ts defines it, services/backend/Remote.ts is its client): this
+ * module binds the listener, drains runs at shutdown and exports the embedding API (`baton/Server`);
+ * Handlers.ts maps each endpoint to one Backend call, Sse.ts streams a run's chunks as resumable
+ * events, Auth.ts gates every route (the bearer token; nothing while draining) and tells a loopback
+ * host from one that needs a token.
+ */
+
 export const DEFAULT_HOST = "127.0.0.1"
 export const DEFAULT_PORT = 8283
 
@@ -68,85 +77,84 @@ const openResponses = (server: Http.Server) => {
   }
 }
 
-const make = (options: ServeOptions) =>
-  Effect.gen(function*() {
-    const host = options.host ?? DEFAULT_HOST
-    const port = options.port ?? DEFAULT_PORT
-    const token = options.token
-    if (token !== undefined && Redacted.value(token).length === 0) {
-      return yield* new ServerStartError({ reason: "empty_token", message: "the bearer token must not be empty" })
-    }
-    if (token === undefined && !isLoopbackHost(host)) {
-      return yield* new ServerStartError({
-        reason: "insecure_bind",
-        message: `refusing to listen on ${host} without a token: anyone who can reach it could run models and read conversations. ` +
-          "Set --token or BATON_TOKEN, or bind 127.0.0.1."
-      })
-    }
-    const backend = yield* Backend
-    const scope = yield* Effect.scope
-    const drainTimeoutMs = options.drainTimeoutMs ?? 10_000
-    const draining = yield* Ref.make(false)
-    const closing = yield* Deferred.make<void>()
-    // One follower per run started here, draining it to its stop reason: what shutdown waits for.
-    const followers = yield* FiberMap.make<RunId, void, never>()
-    const track = (first: Chunk) =>
-      first.type === "stop_reason"
-        ? Effect.void
-        : Effect.asVoid(FiberMap.run(
-          followers,
-          first.run_id,
-          Stream.runDrain(backend.streamRun(first.run_id, { after: first.seq })).pipe(
-            Effect.catchAllCause((cause) => Effect.logWarning(`lost track of run ${first.run_id}`, cause))
-          ),
-          { onlyIfMissing: true }
-        ))
+const make = Effect.fn("Server.make")(function*(options: ServeOptions) {
+  const host = options.host ?? DEFAULT_HOST
+  const port = options.port ?? DEFAULT_PORT
+  const token = options.token
+  if (token !== undefined && Redacted.value(token).length === 0) {
+    return yield* new ServerStartError({ reason: "empty_token", message: "the bearer token must not be empty" })
+  }
+  if (token === undefined && !isLoopbackHost(host)) {
+    return yield* new ServerStartError({
+      reason: "insecure_bind",
+      message: `refusing to listen on ${host} without a token: anyone who can reach it could run models and read conversations. ` +
+        "Set --token or BATON_TOKEN, or bind 127.0.0.1."
+    })
+  }
+  const backend = yield* Backend
+  const scope = yield* Effect.scope
+  const drainTimeoutMs = options.drainTimeoutMs ?? 10_000
+  const draining = yield* Ref.make(false)
+  const closing = yield* Deferred.make<void>()
+  // One follower per run started here, draining it to its stop reason: what shutdown waits for.
+  const followers = yield* FiberMap.make<RunId, void, never>()
+  const track = (first: Chunk) =>
+    first.type === "stop_reason"
+      ? Effect.void
+      : Effect.asVoid(FiberMap.run(
+        followers,
+        first.run_id,
+        Stream.runDrain(backend.streamRun(first.run_id, { after: first.seq })).pipe(
+          Effect.catchAllCause((cause) => Effect.logWarning(`lost track of run ${first.run_id}`, cause))
+        ),
+        { onlyIfMissing: true }
+      ))
 
-    const nodeServer = Http.createServer()
-    const responses = openResponses(nodeServer)
-    const app = HttpApiBuilder.serve().pipe(
-      Layer.provide(HttpApiSwagger.layer({ path: "/docs" })),
-      Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/openapi.json" })),
-      Layer.provide(gateLayer({ token, draining })),
-      Layer.provide(HttpApiBuilder.api(BatonApi).pipe(
-        Layer.provide(handlersLayer({
-          sse: { heartbeatMs: options.heartbeatMs ?? 15_000, closing: Deferred.await(closing) },
-          track
-        }))
-      )),
-      Layer.provide(NodeHttpServer.layer(() => nodeServer, { host, port })),
-      Layer.provide(Layer.succeed(Backend, backend))
-    )
-    yield* Layer.buildWithScope(app, scope).pipe(
-      Effect.mapError((e) => new ServerStartError({ reason: "listen", message: `cannot listen on ${host}:${port}: ${String(e.cause)}` }))
-    )
+  const nodeServer = Http.createServer()
+  const responses = openResponses(nodeServer)
+  const app = HttpApiBuilder.serve().pipe(
+    Layer.provide(HttpApiSwagger.layer({ path: "/docs" })),
+    Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/openapi.json" })),
+    Layer.provide(gateLayer({ token, draining })),
+    Layer.provide(HttpApiBuilder.api(BatonApi).pipe(
+      Layer.provide(handlersLayer({
+        sse: { heartbeatMs: options.heartbeatMs ?? 15_000, closing: Deferred.await(closing) },
+        track
+      }))
+    )),
+    Layer.provide(NodeHttpServer.layer(() => nodeServer, { host, port })),
+    Layer.provide(Layer.succeed(Backend, backend))
+  )
+  yield* Layer.buildWithScope(app, scope).pipe(
+    Effect.mapError((e) => new ServerStartError({ reason: "listen", message: `cannot listen on ${host}:${port}: ${String(e.cause)}` }))
+  )
 
-    // Added after the server's own finalizers, so it runs before them: drain first, then close.
-    yield* Effect.addFinalizer(() =>
-      Effect.gen(function*() {
-        yield* Ref.set(draining, true)
-        const closed = yield* Deferred.make<void>()
-        nodeServer.close(() => Deferred.unsafeDone(closed, Exit.void))
-        // Runs reach their stop reason, then their streams deliver it and end by themselves.
-        const drained = yield* withinMs(drainTimeoutMs, Effect.zipRight(FiberMap.awaitEmpty(followers), responses.done))
-        if (Option.isNone(drained)) {
-          const left = yield* FiberMap.size(followers)
-          yield* Effect.logWarning(`${left} run(s) still active after ${drainTimeoutMs} ms; the next start closes them as failed`)
-        }
-        yield* Deferred.succeed(closing, undefined)
-        yield* withinMs(1_000, responses.done)
-        nodeServer.closeAllConnections()
-        yield* withinMs(1_000, Deferred.await(closed))
-      })
-    )
+  // Added after the server's own finalizers, so it runs before them: drain first, then close.
+  yield* Effect.addFinalizer(() =>
+    Effect.gen(function*() {
+      yield* Ref.set(draining, true)
+      const closed = yield* Deferred.make<void>()
+      nodeServer.close(() => Deferred.unsafeDone(closed, Exit.void))
+      // Runs reach their stop reason, then their streams deliver it and end by themselves.
+      const drained = yield* withinMs(drainTimeoutMs, Effect.zipRight(FiberMap.awaitEmpty(followers), responses.done))
+      if (Option.isNone(drained)) {
+        const left = yield* FiberMap.size(followers)
+        yield* Effect.logWarning(`${left} run(s) still active after ${drainTimeoutMs} ms; the next start closes them as failed`)
+      }
+      yield* Deferred.succeed(closing, undefined)
+      yield* withinMs(1_000, responses.done)
+      nodeServer.closeAllConnections()
+      yield* withinMs(1_000, Deferred.await(closed))
+    })
+  )
 
-    const address = nodeServer.address()
-    const bound = typeof address === "object" && address !== null ? address.port : port
-    return BatonServer.of({ host, port: bound, url: urlOf(host, bound) })
-  })
+  const address = nodeServer.address()
+  const bound = typeof address === "object" && address !== null ? address.port : port
+  return BatonServer.of({ host, port: bound, url: urlOf(host, bound) })
+})
 
 /**
- * `baton serve`: the conversation actors of a Backend behind HTTP + SSE (see BackendHttpApi).
+ * `baton serve`: the conversation actors of a Backend behind HTTP + SSE (services/backend/HttpApi.ts).
  * Closing the layer (SIGTERM in the CLI) stops accepting, lets active runs reach a stop reason for
  * up to `drainTimeoutMs`, ends the open streams and closes the listener; runs still active are left
  * to the local backend's start-up rule (closed as failed).

@@ -1,6 +1,6 @@
 import * as Sse from "@effect/experimental/Sse"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
-import { Chunk as EChunk, Duration, Effect, Option, Schema, type Scope, Stream } from "effect"
+import { Chunk as EChunk, Duration, Effect, Option, Schema, Stream } from "effect"
 import type { BackendError } from "../../domain/Errors.js"
 import { type Chunk, TaskEventFromJson } from "../../domain/Events.js"
 import { realClock } from "../../services/RealClock.js"
@@ -42,32 +42,31 @@ const firstChunk = <A, E>(pull: Effect.Effect<EChunk.Chunk<A>, Option.Option<E>>
  * with a broken body. A failure after that ends the body without a stop_reason, which the client
  * treats as a dropped connection and resumes from its last seq. Uses the request's scope.
  */
-export const sseResponse = (
+export const sseResponse = Effect.fn("Server.sseResponse")(function*(
   chunks: Stream.Stream<Chunk, BackendError>,
   options: SseOptions,
   onFirst: (chunk: Chunk) => Effect.Effect<void> = () => Effect.void
-): Effect.Effect<HttpServerResponse.HttpServerResponse, BackendError, Scope.Scope> =>
-  Effect.gen(function*() {
-    const pull = yield* Stream.toPull(chunks)
-    const head = yield* firstChunk(pull)
-    const first = EChunk.head(head)
-    if (Option.isSome(first)) yield* onFirst(first.value)
-    const events = Stream.fromChunk(head).pipe(
-      Stream.concat(Stream.repeatEffectChunkOption(pull)),
-      Stream.mapEffect(sseEvent),
-      Stream.concat(Stream.succeed(END_EVENT)),
-      Stream.catchAllCause((cause) =>
-        Stream.drain(Stream.fromEffect(Effect.logWarning("run stream ended early; the client will resume", cause)))
-      )
+) {
+  const pull = yield* Stream.toPull(chunks)
+  const head = yield* firstChunk(pull)
+  const first = EChunk.head(head)
+  if (Option.isSome(first)) yield* onFirst(first.value)
+  const events = Stream.fromChunk(head).pipe(
+    Stream.concat(Stream.repeatEffectChunkOption(pull)),
+    Stream.mapEffect(sseEvent),
+    Stream.concat(Stream.succeed(END_EVENT)),
+    Stream.catchAllCause((cause) =>
+      Stream.drain(Stream.fromEffect(Effect.logWarning("run stream ended early; the client will resume", cause)))
     )
-    const heartbeats = Stream.repeatEffect(Effect.as(realClock.sleep(Duration.millis(options.heartbeatMs)), HEARTBEAT))
-    const body = Stream.merge(events, heartbeats, { haltStrategy: "left" }).pipe(
-      Stream.interruptWhen(options.closing),
-      Stream.encodeText
-    )
-    return HttpServerResponse.stream(body, {
-      contentType: "text/event-stream",
-      // A stream is its connection's last response: when it ends (also at shutdown) the socket closes.
-      headers: { "cache-control": "no-cache", "x-accel-buffering": "no", connection: "close" }
-    })
+  )
+  const heartbeats = Stream.repeatEffect(Effect.as(realClock.sleep(Duration.millis(options.heartbeatMs)), HEARTBEAT))
+  const body = Stream.merge(events, heartbeats, { haltStrategy: "left" }).pipe(
+    Stream.interruptWhen(options.closing),
+    Stream.encodeText
+  )
+  return HttpServerResponse.stream(body, {
+    contentType: "text/event-stream",
+    // A stream is its connection's last response: when it ends (also at shutdown) the socket closes.
+    headers: { "cache-control": "no-cache", "x-accel-buffering": "no", connection: "close" }
   })
+})

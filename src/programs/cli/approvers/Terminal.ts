@@ -8,6 +8,13 @@ import { callLine } from "../view/EventView.js"
 import type { Io } from "../Io.js"
 import type { Style } from "../view/Style.js"
 
+/**
+ * The approvers: who answers a tool call the permission rules leave open. Here, those of the
+ * non-interactive commands, picked by `--approve`: none (only the rules decide, the rest is denied),
+ * allow-all, or a question on the terminal that only a typed y/a/n answers, and never on piped stdin.
+ * Chat.ts is `baton chat`'s: the question under the call in the live view, answered on the input line.
+ */
+
 /** `--approve allow`: everything the rules do not deny (the rules are applied before any approver). */
 export const allowAll: Approver = () => Effect.succeed("allow")
 
@@ -16,11 +23,11 @@ export const NOT_A_TTY_NOTE = "stdin is not a terminal, so no one can be asked: 
 /** One question on the terminal (stderr), answered on stdin; asks again until the answer is y, a or n. */
 const askOnTerminal = (io: Io, question: string, style: Style): Effect.Effect<Decision> =>
   Effect.async<Decision>((resume) => {
-    const rl = Readline.createInterface({ input: io.stdin, output: process.stderr, terminal: true })
+    const rl = Readline.createInterface({ input: io.stdin, output: io.stderr, terminal: true })
     // Ctrl-C here must stop the task the way it does anywhere else: hand it to the process.
     rl.on("SIGINT", () => {
       rl.close()
-      process.kill(process.pid, "SIGINT")
+      io.raiseInterrupt()
     })
     const ask = (prefix: string) =>
       rl.question(`${prefix}${question}`, (answer) => {

@@ -5,10 +5,18 @@ import { callHeader, type DiffLine } from "./CallView.js"
 import type { Style } from "./Style.js"
 
 /**
- * Task events as a person reads them. Sinks: `text` is the assistant's answer (stdout for
- * `baton run`); `note` is whole lines about everything around it (tool calls, results, decisions,
- * retries, stops), and the writer starts each on a fresh line; `reasoning` is the model's thinking,
- * streamed like text. A pure fold: the state remembers open lines and which call a result answers.
+ * Task events as a person reads them: the core of view/, the terminal views (output and input; the
+ * approvers and the commands decide). EventView folds events into pieces of text (CallView draws a
+ * call, ApprovalView its approval question); TaskOutput prints them for `baton run`; LiveView shows
+ * them on a Screen above a status line (Phase) for `chat` and `demo`; LineEditor reads chat's input;
+ * Style colours only a terminal.
+ */
+
+/**
+ * Where a piece goes. `text` is the assistant's answer (stdout for `baton run`); `note` is whole
+ * lines about everything around it (tool calls, results, decisions, retries, stops), and the writer
+ * starts each on a fresh line; `reasoning` is the model's thinking, streamed like text. The fold is
+ * pure: the state remembers open lines and which call a result answers.
  */
 export type Sink = "text" | "note" | "reasoning"
 

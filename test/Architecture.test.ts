@@ -107,7 +107,7 @@ describe("architecture", () => {
     const breaches: ReadonlyArray<Import> = [
       { from: "src/domain/Recovery.ts", to: "src/services/Store.ts" },
       { from: "src/domain/Recovery.ts", to: "node:fs" },
-      { from: "src/services/store/Memory.ts", to: "src/programs/backend/RunFeed.ts" },
+      { from: "src/services/store/Memory.ts", to: "src/programs/backend/RunLog.ts" },
       { from: "src/programs/session/Task.ts", to: "src/programs/cli/view/Style.ts" },
       { from: "src/programs/backend/Run.ts", to: "src/programs/server/Server.ts" },
       { from: "src/programs/session/Session.ts", to: "src/programs/backend/BackendLocal.ts" },

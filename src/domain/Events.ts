@@ -10,6 +10,14 @@ import {
   UserMessage
 } from "./Messages.js"
 
+/**
+ * src/domain/ holds Baton's vocabulary as pure data and pure functions, and nothing else (it imports
+ * only `effect` and itself; test/Architecture.test.ts keeps it so): ids, messages and the events a
+ * task streams (this module), conversations and settings, the tagged errors, the recovery policy and
+ * its Schedule (Recovery, RecoverySchedule), approval rules (Permissions), resource keys, compaction
+ * planning, the model-request builder (ModelRequest), the run assembler and carry-over.
+ */
+
 /** A failure as carried on the stream: its tag and a human message. */
 export const ErrorInfo = Schema.Struct({ tag: Schema.String, message: Schema.String })
 export type ErrorInfo = typeof ErrorInfo.Type

@@ -10,6 +10,13 @@ import type { ToolCall } from "../domain/Messages.js"
 import type { SendInput } from "../domain/Run.js"
 
 /**
+ * src/services/ holds the ports at its top — Backend (this module), Provider, Store, ToolExecutor —
+ * plus the few helpers their adapters share (Sse, RealClock, ProcessIdentity), and one folder of
+ * adapters per port: provider/, store/, backend/ (the remote client), tools/. An adapter reaches
+ * another family only through these top-level modules; nothing here imports src/programs.
+ */
+
+/**
  * Where conversation state and model calls live. `BackendLocal.layerLocal` (programs/backend) runs
  * conversation actors in process over Store + Provider; `BackendRemote.layerRemote` (services/backend)
  * is an HTTP client of `baton serve`. One contract suite

@@ -15,6 +15,12 @@ import { Backend } from "../Backend.js"
 import { BatonApi } from "./HttpApi.js"
 import { chunksOf, Dropped, resumable } from "./RemoteRunStream.js"
 
+/**
+ * services/backend/ holds the remote Backend adapter: this module (the typed HTTP client of
+ * `baton serve`), the HTTP API it shares with the server (HttpApi, HttpErrors) and RemoteRunStream,
+ * which keeps a run's stream whole across dropped connections.
+ */
+
 export interface RemoteOptions {
   /** Base URL of `baton serve`, e.g. `http://127.0.0.1:8283`. */
   readonly url: string

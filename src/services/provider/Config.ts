@@ -11,6 +11,12 @@ import * as ProviderOpenAiChat from "./OpenAiChat.js"
 import * as ProviderOpenAiResponses from "./OpenAiResponses.js"
 
 /**
+ * services/provider/ holds the Provider adapters: the live wire formats (OpenAiChat, Anthropic,
+ * OpenAiResponses, each a Request encoder and a Decoder over Http and WireDecoder), the scripted and
+ * cassette doubles, and this module, which picks one from the settings.
+ */
+
+/**
  * Which Provider to run, from explicit options (CLI flags), the environment and defaults (settings
  * files), in that order of precedence. API keys come from options or the environment only and stay
  * Redacted; no message here ever contains one.

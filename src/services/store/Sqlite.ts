@@ -6,6 +6,12 @@ import { openDatabase, type OpenOptions } from "./sqlite/Open.js"
 import { makeSqliteStore } from "./sqlite/SqliteStore.js"
 import { Store } from "../Store.js"
 
+/**
+ * services/store/ holds the Store adapters: SQLite (this module, the embedded default; its queries,
+ * schema, commits and failure mapping under sqlite/), the in-memory store for tests (Memory), and the
+ * codec both use for rows.
+ */
+
 export type SqliteOptions = OpenOptions
 
 /**

@@ -22,6 +22,13 @@ import {
 import { type ExecuteOptions, ToolExecutor } from "../ToolExecutor.js"
 import { unsafeMakeWorkspaceLocks } from "./WorkspaceLocks.js"
 
+/**
+ * services/tools/ is the ToolExecutor of one workspace: this module (plan a call, take its locks,
+ * run it), the workspace and its path rules (Workspace), the fair readers/writer and per-file locks
+ * (FairLock, WorkspaceLocks), the built-in tools (Read, Write, Edit, Bash, Grep, Glob, LS) and the
+ * process groups a shell leaves (ProcessGroup, ProcessRegistry).
+ */
+
 export interface ToolExecutorOptions {
   /** The workspace root; it must exist. */
   readonly workspace: string

@@ -27,6 +27,12 @@ import { guard, retryBusy } from "./Failures.js"
 import { makeQueries } from "./Queries.js"
 import { ChunkRow, ConversationRow, decodeRows, toConversation, toRuns, toStoredItems } from "./Rows.js"
 
+/**
+ * services/store/sqlite/ is the Store on one SQLite file: opening and checking it (Open, Header),
+ * the schema and its migrations, the queries, the one-transaction commit, and how SQLite's failures
+ * become StoreErrors (and lost races retries, through the recovery policy).
+ */
+
 const CHUNK_PAGE = 256
 
 /** The Store over one SQLite connection; `path` names the file in every error. */

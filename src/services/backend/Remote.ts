@@ -84,17 +84,22 @@ export const makeBackendRemote = (options: RemoteOptions) =>
       connect(client.runs.stream({ path: { id: runId }, urlParams: { after }, headers: {}, withResponse: true }))
 
     return Backend.of({
-      createConversation: (settings, opts) =>
-        Effect.gen(function*() {
-          const decoded = yield* Effect.mapError(Schema.decodeUnknown(ConversationSettings)(settings), (e) =>
-            new InvalidInput({ message: `invalid conversation settings: ${ParseResult.TreeFormatter.formatErrorSync(e)}` }))
-          return yield* call(client.conversations.create({
-            payload: { settings: decoded, ...(opts?.title === undefined ? {} : { title: opts.title }) }
-          }))
-        }),
-      getConversation: (id) => call(client.conversations.get({ path: { id } })),
-      listConversations: (opts) => call(client.conversations.list({ urlParams: opts ?? {} })),
-      updateConversation: (id, patch) => call(client.conversations.update({ path: { id }, payload: patch })),
+      createConversation: Effect.fn("BackendRemote.createConversation")(function*(settings, opts) {
+        const decoded = yield* Effect.mapError(Schema.decodeUnknown(ConversationSettings)(settings), (e) =>
+          new InvalidInput({ message: `invalid conversation settings: ${ParseResult.TreeFormatter.formatErrorSync(e)}` }))
+        return yield* call(client.conversations.create({
+          payload: { settings: decoded, ...(opts?.title === undefined ? {} : { title: opts.title }) }
+        }))
+      }),
+      getConversation: Effect.fn("BackendRemote.getConversation")(function*(id) {
+        return yield* call(client.conversations.get({ path: { id } }))
+      }),
+      listConversations: Effect.fn("BackendRemote.listConversations")(function*(opts) {
+        return yield* call(client.conversations.list({ urlParams: opts ?? {} }))
+      }),
+      updateConversation: Effect.fn("BackendRemote.updateConversation")(function*(id, patch) {
+        return yield* call(client.conversations.update({ path: { id }, payload: patch }))
+      }),
       // Resending the same input is safe: its otids make the server return the run they started.
       send: (id, input) =>
         resumable(
@@ -103,13 +108,26 @@ export const makeBackendRemote = (options: RemoteOptions) =>
               ? connect(client.runs.send({ path: { id }, payload: input, withResponse: true }))
               : follow(cursor.runId, cursor.after),
           { budgets }
+        ).pipe(Stream.withSpan("BackendRemote.send")),
+      streamRun: (runId, opts) =>
+        resumable((cursor) => follow(runId, cursor.after), { budgets, runId, after: opts?.after ?? 0 }).pipe(
+          Stream.withSpan("BackendRemote.streamRun")
         ),
-      streamRun: (runId, opts) => resumable((cursor) => follow(runId, cursor.after), { budgets, runId, after: opts?.after ?? 0 }),
-      cancel: (id, carryOver) => call(client.runs.cancel({ path: { id }, payload: carryOver ?? {} })),
-      pendingApprovals: (id) => call(client.conversations.pendingApprovals({ path: { id } })),
-      history: (id, cursor) => call(client.conversations.history({ path: { id }, urlParams: cursor ?? {} })),
-      backfill: (id) => call(client.conversations.backfill({ path: { id } })),
-      skipReconnectWait: (id) => call(client.conversations.skipReconnectWait({ path: { id } })),
+      cancel: Effect.fn("BackendRemote.cancel")(function*(id, carryOver) {
+        return yield* call(client.runs.cancel({ path: { id }, payload: carryOver ?? {} }))
+      }),
+      pendingApprovals: Effect.fn("BackendRemote.pendingApprovals")(function*(id) {
+        return yield* call(client.conversations.pendingApprovals({ path: { id } }))
+      }),
+      history: Effect.fn("BackendRemote.history")(function*(id, cursor) {
+        return yield* call(client.conversations.history({ path: { id }, urlParams: cursor ?? {} }))
+      }),
+      backfill: Effect.fn("BackendRemote.backfill")(function*(id) {
+        return yield* call(client.conversations.backfill({ path: { id } }))
+      }),
+      skipReconnectWait: Effect.fn("BackendRemote.skipReconnectWait")(function*(id) {
+        return yield* call(client.conversations.skipReconnectWait({ path: { id } }))
+      }),
       // A compaction has no otid: once its POST may have been admitted it is never resent, only followed.
       compact: (id, reason) =>
         Stream.suspend(() => {
@@ -120,10 +138,16 @@ export const makeBackendRemote = (options: RemoteOptions) =>
             posted = true
             return connect(client.runs.compact({ path: { id }, payload: { reason }, withResponse: true }))
           }, { budgets })
-        }),
-      compactability: (id) => Effect.map(call(client.conversations.compactability({ path: { id } })), (r) => r.compactability),
-      generateTitle: (id) => Effect.map(call(client.conversations.generateTitle({ path: { id } })), (r) => r.title),
-      exportTrace: (id, segment) => call(client.conversations.trace({ path: { id, segment } }))
+        }).pipe(Stream.withSpan("BackendRemote.compact")),
+      compactability: Effect.fn("BackendRemote.compactability")(function*(id) {
+        return (yield* call(client.conversations.compactability({ path: { id } }))).compactability
+      }),
+      generateTitle: Effect.fn("BackendRemote.generateTitle")(function*(id) {
+        return (yield* call(client.conversations.generateTitle({ path: { id } }))).title
+      }),
+      exportTrace: Effect.fn("BackendRemote.exportTrace")(function*(id, segment) {
+        return yield* call(client.conversations.trace({ path: { id, segment } }))
+      })
     })
   })
 

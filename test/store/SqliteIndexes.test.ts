@@ -2,7 +2,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import * as Path from "node:path"
 import { openDatabase } from "../../src/services/store/sqlite/Open.js"
-import { makeQueries } from "../../src/services/store/sqlite/Queries.js"
+import { sqliteQueries } from "../../src/services/store/sqlite/SqliteStore.js"
 import { tempDir } from "../support/tempDir.js"
 
 describe("StoreSqlite indexes", () => {
@@ -10,7 +10,7 @@ describe("StoreSqlite indexes", () => {
     Effect.gen(function*() {
       const dir = yield* tempDir
       const sql = yield* openDatabase({ filename: Path.join(dir, "baton.db") })
-      const q = makeQueries(sql)
+      const q = sqliteQueries(sql)
       // [name, statement, the index each table access must go through]
       const cases = [
         ["pending approvals", q.openCallItems("conv-1"), ["PRIMARY KEY", "items_position"]],

@@ -28,7 +28,7 @@ const corrupt = (path: string | undefined, what: string) =>
     reason: "corrupt",
     ...(path === undefined ? {} : { path }),
     message: `${what} in ${path ?? "the store"} does not decode; the database is damaged or was written by ` +
-      `another program. Baton changed nothing. Move the file aside to start fresh, or restore a backup.`
+      `another program. Baton changed nothing. Restore a backup, or start a fresh store (another file or database).`
   })
 
 export const decodeEvent = (body: string, path: string | undefined): Effect.Effect<TaskEvent, StoreError> =>

@@ -1,24 +1,13 @@
-import type { SqlClient } from "@effect/sql/SqlClient"
-import { Clock, Effect, Schema } from "effect"
-import type { ConversationId } from "../../../domain/Ids.js"
-import { advanceOpenCalls, checkChunkSeqs, defaultFlags, isMessageType, type OpenCall } from "../../../domain/ItemLog.js"
-import {
-  chunkCheckError,
-  conversationNotFound,
-  encodeEvent,
-  newId,
-  rejectDeltaItems,
-  runNotFound
-} from "../Codec.js"
-import type { NewItem, Write } from "../../../domain/History.js"
-import { guard, retryBusy } from "./Failures.js"
-import type { Queries } from "./Queries.js"
-import { decodeRows, toStoredItems } from "./Rows.js"
+import { Clock, Effect } from "effect"
+import type { ConversationId } from "../../domain/Ids.js"
+import { advanceOpenCalls, checkChunkSeqs, defaultFlags, isMessageType, type OpenCall } from "../../domain/ItemLog.js"
+import type { NewItem, Write } from "../../domain/History.js"
+import { chunkCheckError, conversationNotFound, encodeEvent, newId, rejectDeltaItems, runNotFound } from "./Codec.js"
+import type { SqlEngine } from "./SqlStore.js"
+import { decodeRows, HeadRow, OpenCallRow, RunSeqRow, toStoredItems } from "./SqlRows.js"
 
-/** Rows per INSERT: 10 columns each stays far below SQLite's bound-parameter limit. */
+/** Rows per INSERT: 10 columns each stays far below SQLite's (and PostgreSQL's) bound-parameter limit. */
 const BATCH = 400
-
-const OpenCallRow = Schema.Struct({ position: Schema.Int, tool_call_id: Schema.String })
 
 const batches = <A>(rows: ReadonlyArray<A>): ReadonlyArray<ReadonlyArray<A>> => {
   const out: Array<ReadonlyArray<A>> = []
@@ -39,8 +28,13 @@ type ItemInsert = {
   readonly created_at: number
 }
 
-/** One logical write in one transaction: items, open calls, chunks, run seqs and finish, or none of it. */
-export const makeCommit = (sql: SqlClient, q: Queries, path: string) => {
+/**
+ * One logical write in one transaction: items, open calls, chunks, run seqs and finish, or none of it.
+ * Its first statement writes the conversation's row, so the transaction holds that conversation from
+ * its start (SQLite: the file's write lock; PostgreSQL: the row's lock) and every commit of one
+ * conversation, from any process, sees the positions and seqs the previous one left.
+ */
+export const makeCommit = ({ guard, q, retry, source, sql }: SqlEngine) => {
   /** Keeps `open_calls` equal to the pure rule applied over the segment so far. */
   const updateOpenCalls = (id: ConversationId, newSegment: boolean, rows: ReadonlyArray<ItemInsert>, items: ReadonlyArray<NewItem>) =>
     Effect.gen(function*() {
@@ -48,7 +42,7 @@ export const makeCommit = (sql: SqlClient, q: Queries, path: string) => {
       if (!touches) return
       const current: ReadonlyArray<OpenCall> = newSegment
         ? []
-        : (yield* q.openCalls(id).pipe(Effect.flatMap(decodeRows(OpenCallRow, path))))
+        : (yield* q.openCalls(id).pipe(Effect.flatMap(decodeRows(OpenCallRow, source))))
           .map((r) => ({ position: r.position, toolCallId: r.tool_call_id }))
       const next = advanceOpenCalls(current, rows.map((r, i) => ({ position: r.position, inContext: r.in_context === 1, item: items[i]!.item })))
       const kept = new Set(next.map((c) => c.position))
@@ -78,18 +72,12 @@ export const makeCommit = (sql: SqlClient, q: Queries, path: string) => {
     const chunkBodies = yield* Effect.forEach(chunks, encodeEvent)
 
     const rows = yield* sql.withTransaction(Effect.gen(function*() {
-      // The first statement writes, so the transaction holds the write lock from its start and
-      // cannot fail later with SQLITE_BUSY_SNAPSHOT against another process.
-      const [head] = yield* sql<{ readonly last_position: number; readonly segment: number }>`UPDATE conversations
-        SET updated_at = ${now},
-            touched = (SELECT coalesce(max(touched), 0) + 1 FROM conversations),
-            last_position = last_position + ${items.length},
-            segment = segment + ${newSegment ? 1 : 0}
-        WHERE id = ${id} RETURNING last_position, segment`
+      // Writing first also keeps SQLite from failing later with SQLITE_BUSY_SNAPSHOT against another process.
+      const [head] = yield* q.advanceHead(id, now, items.length, newSegment).pipe(Effect.flatMap(decodeRows(HeadRow, source)))
       if (head === undefined) return yield* conversationNotFound(id)
 
       const runIds = [...new Set([...chunks.map((c) => c.run_id), ...(finish === undefined ? [] : [finish.runId])])]
-      const seqs = runIds.length === 0 ? [] : yield* q.runSeqs(id, runIds)
+      const seqs = runIds.length === 0 ? [] : yield* q.runSeqs(id, runIds).pipe(Effect.flatMap(decodeRows(RunSeqRow, source)))
       const known = new Map(seqs.map((r) => [r.id, r.last_seq]))
       const check = checkChunkSeqs(chunks, (runId) => known.get(runId))
       if (check._tag !== "Ok") return yield* chunkCheckError(check)
@@ -125,8 +113,8 @@ export const makeCommit = (sql: SqlClient, q: Queries, path: string) => {
           WHERE id = ${finish.runId}`
       }
       return rows
-    })).pipe(retryBusy, guard(path))
+    })).pipe(retry, guard)
 
-    return yield* toStoredItems(path)(rows)
+    return yield* toStoredItems(source)(rows)
   })
 }

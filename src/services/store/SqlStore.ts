@@ -1,0 +1,231 @@
+import type { SqlClient } from "@effect/sql/SqlClient"
+import type { SqlError } from "@effect/sql/SqlError"
+import { Chunk, Clock, Effect, Option, Stream } from "effect"
+import { InvalidInput, type StoreError } from "../../domain/Errors.js"
+import { ConversationId } from "../../domain/Ids.js"
+import {
+  backfillWindow,
+  clampLimit,
+  decodeCursor,
+  DEFAULT_BACKFILL_CAP,
+  DEFAULT_BACKFILL_PRIMARY,
+  encodeCursor
+} from "../../domain/ItemLog.js"
+import type { ToolCall } from "../../domain/Messages.js"
+import {
+  busyConflict,
+  conversationNotFound,
+  decodeChunk,
+  encodeSettings,
+  makeConversation,
+  messageNotFound,
+  newId,
+  runNotFound
+} from "./Codec.js"
+import { Store } from "../Store.js"
+import { makeCommit } from "./SqlCommit.js"
+import type { Queries } from "./SqlQueries.js"
+import { ChunkRow, ConversationRow, decodeRows, type RowSource, SegmentRow, toConversation, toRuns, toStoredItems } from "./SqlRows.js"
+
+/**
+ * The Store over a SQL database, whichever: SQLite (sqlite/) and PostgreSQL (pg/) give it their
+ * client, their dialect's statements and how their failures read, and share everything else, so the
+ * two agree by construction and pass one contract suite.
+ */
+
+const CHUNK_PAGE = 256
+
+/** What a SQL store runs on: the client, its statements, and how its failures become the port's errors. */
+export interface SqlEngine {
+  readonly sql: SqlClient
+  readonly q: Queries
+  readonly source: RowSource
+  /** SQL failures become StoreErrors naming the store (a defect that carries one too). */
+  readonly guard: <A, E, R>(effect: Effect.Effect<A, E | SqlError, R>) => Effect.Effect<A, Exclude<E, SqlError> | StoreError, R>
+  /** A write that lost a race with another process is tried again, through the recovery policy. */
+  readonly retry: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
+  /** Several reads that must see one snapshot (a concurrent commit may not land between them). */
+  readonly snapshot: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | SqlError, R>
+}
+
+export const makeSqlStore = (engine: SqlEngine) => {
+  const { guard: run, q, retry, snapshot, source, sql } = engine
+  const items = toStoredItems(source)
+  const conversations = (rows: ReadonlyArray<unknown>) =>
+    Effect.flatMap(decodeRows(ConversationRow, source)(rows), Effect.forEach(toConversation(source)))
+  const runs = toRuns(source)
+
+  const segmentOf = (id: ConversationId) =>
+    Effect.flatMap(q.conversationHead(id).pipe(Effect.flatMap(decodeRows(SegmentRow, source))), ([head]) =>
+      head === undefined ? Effect.fail(conversationNotFound(id)) : Effect.succeed(head.segment))
+
+  const getConversation = (id: ConversationId) =>
+    q.conversation(id).pipe(
+      Effect.flatMap(conversations),
+      Effect.flatMap(([c]) => (c === undefined ? Effect.fail(conversationNotFound(id)) : Effect.succeed(c))),
+      run
+    )
+
+  return Store.of({
+    createConversation: Effect.fn("Store.createConversation")(function*(input, options) {
+      const conversation = yield* makeConversation(input, options)
+      const body = yield* encodeSettings(conversation.settings)
+      yield* q.insertConversation({
+        id: conversation.id,
+        title: conversation.title ?? null,
+        settings: body,
+        created_at: conversation.created_at,
+        updated_at: conversation.updated_at
+      }).pipe(retry, run)
+      return conversation
+    }),
+
+    getConversation,
+
+    listConversations: Effect.fn("Store.listConversations")(function*(options) {
+      const limit = clampLimit(options?.limit, 50, 500)
+      const cursor = options?.before === undefined ? Option.none() : decodeCursor(options.before)
+      if (options?.before !== undefined && Option.isNone(cursor)) {
+        return yield* new InvalidInput({ message: `Not a conversation list cursor: ${options.before}` })
+      }
+      const rows = yield* q.conversationsPage(Option.getOrUndefined(cursor), limit + 1).pipe(run)
+      const decoded = yield* decodeRows(ConversationRow, source)(rows)
+      const page = decoded.slice(0, limit)
+      const last = page[page.length - 1]
+      return {
+        items: yield* Effect.forEach(page, toConversation(source)),
+        ...(decoded.length > limit && last !== undefined
+          ? { next: encodeCursor({ updatedAt: last.updated_at, touched: last.touched }) }
+          : {})
+      }
+    }),
+
+    updateConversation: Effect.fn("Store.updateConversation")(function*(id, patch) {
+      const now = yield* Clock.currentTimeMillis
+      const settings = patch.settings === undefined ? null : yield* encodeSettings(patch.settings)
+      const updated = yield* q.updateConversation(id, now, settings, patch.title ?? null).pipe(retry, run)
+      if (updated.length === 0) return yield* conversationNotFound(id)
+      return yield* getConversation(id)
+    }),
+
+    deleteConversation: Effect.fn("Store.deleteConversation")(function*(id) {
+      // Foreign keys cascade to items, open calls, runs and their chunks.
+      const deleted = yield* sql<{ readonly id: string }>`DELETE FROM conversations WHERE id = ${id} RETURNING id`
+        .pipe(retry, run)
+      if (deleted.length === 0) return yield* conversationNotFound(id)
+    }),
+
+    commit: makeCommit(engine),
+
+    listItems: Effect.fn("Store.listItems")(function*(id, query) {
+      const limit = clampLimit(query?.limit, 100, 1000)
+      const before = query?.before ?? Number.MAX_SAFE_INTEGER
+      const rows = yield* snapshot(Effect.zipRight(
+        segmentOf(id),
+        query?.after !== undefined
+          ? q.itemsAfter(id, query.after, before, limit)
+          : Effect.map(q.itemsBefore(id, before, limit), (r) => [...r].reverse())
+      )).pipe(run)
+      return yield* items(rows)
+    }),
+
+    getItem: Effect.fn("Store.getItem")(function*(id) {
+      const [stored] = yield* q.itemById(id).pipe(run, Effect.flatMap(items))
+      if (stored === undefined) return yield* messageNotFound(id)
+      return stored
+    }),
+
+    modelContext: Effect.fn("Store.modelContext")(function*(id) {
+      const rows = yield* snapshot(Effect.flatMap(segmentOf(id), (segment) => q.contextItems(id, segment))).pipe(run)
+      return yield* items(rows)
+    }),
+
+    currentSegment: (id) => run(segmentOf(id)),
+
+    segmentItems: Effect.fn("Store.segmentItems")(function*(id, segment) {
+      const rows = yield* snapshot(Effect.zipRight(segmentOf(id), q.segmentItems(id, segment))).pipe(run)
+      return yield* items(rows)
+    }),
+
+    exportSegment: Effect.fn("Store.exportSegment")(function*(id, segment) {
+      const rows = yield* snapshot(Effect.zipRight(segmentOf(id), q.traceBodies(id, segment))).pipe(run)
+      return rows.map((r) => `${r.body}\n`).join("")
+    }),
+
+    pendingApprovals: Effect.fn("Store.pendingApprovals")(function*(id) {
+      const rows = yield* snapshot(Effect.zipRight(segmentOf(id), q.openCallItems(id))).pipe(run)
+      const calls = yield* items(rows)
+      return calls.flatMap((s): Array<ToolCall> => (s.item.type === "tool_call" ? [s.item] : []))
+    }),
+
+    backfill: Effect.fn("Store.backfill")(function*(id, options) {
+      const cap = options?.cap ?? DEFAULT_BACKFILL_CAP
+      const rows = yield* snapshot(Effect.zipRight(segmentOf(id), q.renderTail(id, Math.max(0, cap)))).pipe(run)
+      const tail = yield* items([...rows].reverse())
+      return backfillWindow(tail, { primary: options?.primary ?? DEFAULT_BACKFILL_PRIMARY, cap })
+    }),
+
+    createRun: Effect.fn("Store.createRun")(function*(id, otid, kind, options) {
+      const runId = yield* newId("run")
+      const now = yield* Clock.currentTimeMillis
+      const owner = options?.owner ?? null
+      return yield* sql.withTransaction(Effect.gen(function*() {
+        // Holding the conversation's row (PostgreSQL; SQLite's transaction holds the whole file once
+        // it writes), the checks below and the insert see every run another process started.
+        const [conversation] = yield* q.lockConversation(id)
+        if (conversation === undefined) return yield* conversationNotFound(id)
+        // The otid decides first: a repeated otid returns its run, running or not.
+        const [existing] = yield* Effect.flatMap(q.runByOtid(id, otid), runs)
+        if (existing !== undefined) return { run: existing, created: false }
+        const [active] = yield* Effect.flatMap(q.activeRun(id), runs)
+        if (active !== undefined) return yield* busyConflict(id, active)
+        // The database refuses a second running run itself (runs_running, a partial unique index).
+        yield* sql`INSERT INTO runs ${
+          sql.insert({
+            id: runId,
+            conversation_id: id,
+            otid,
+            kind,
+            status: "running",
+            last_seq: 0,
+            owner,
+            created_at: now,
+            updated_at: now
+          })
+        }`
+        const [found] = yield* Effect.flatMap(q.runById(runId), runs)
+        return { run: found!, created: true }
+      })).pipe(retry, run)
+    }),
+
+    getRun: Effect.fn("Store.getRun")(function*(id) {
+      const [found] = yield* q.runById(id).pipe(run, Effect.flatMap(runs))
+      if (found === undefined) return yield* runNotFound(id)
+      return found
+    }),
+
+    runByOtid: (id, otid) => q.runByOtid(id, otid).pipe(run, Effect.flatMap(runs), Effect.map((r) => Option.fromNullable(r[0]))),
+
+    activeRun: (id) => q.activeRun(id).pipe(run, Effect.flatMap(runs), Effect.map((r) => Option.fromNullable(r[0]))),
+
+    runningRuns: q.runningRuns().pipe(run, Effect.flatMap(runs)),
+
+    readChunks: (runId, after) =>
+      Stream.unwrap(Effect.gen(function*() {
+        const [found] = yield* q.runById(runId).pipe(run)
+        if (found === undefined) return yield* runNotFound(runId)
+        return Stream.paginateChunkEffect(after, (cursor) =>
+          q.chunksAfter(runId, cursor, CHUNK_PAGE).pipe(
+            run,
+            Effect.flatMap(decodeRows(ChunkRow, source)),
+            Effect.flatMap((page) =>
+              Effect.map(Effect.forEach(page, (row) => decodeChunk(row.body, source.label)), (decoded) =>
+                [
+                  Chunk.fromIterable(decoded),
+                  page.length < CHUNK_PAGE ? Option.none() : Option.some(page[page.length - 1]!.seq)
+                ] as const)
+            )
+          ))
+      }))
+  })
+}

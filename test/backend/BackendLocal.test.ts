@@ -7,6 +7,7 @@ import { layerScripted, Turn } from "../../src/services/provider/Scripted.js"
 import { layerMemory } from "../../src/services/store/Memory.js"
 import { layerSqlite } from "../../src/services/store/Sqlite.js"
 import { backendContract } from "../support/backendContract.js"
+import { onPostgres, pgStore } from "../support/pgDatabase.js"
 import { tempDir } from "../support/tempDir.js"
 import { collect, eventually, input, user } from "../support/testing.js"
 
@@ -17,6 +18,10 @@ const sqliteFile = Layer.unwrapScoped(Effect.map(tempDir, (dir) => layerSqlite({
 
 backendContract("local over StoreSqlite", (script) =>
   layerLocal().pipe(Layer.provideMerge(layerScripted(script)), Layer.provide(sqliteFile)))
+
+onPostgres("Backend contract: local over StorePg", () =>
+  backendContract("local over StorePg", (script) =>
+    layerLocal().pipe(Layer.provideMerge(layerScripted(script)), Layer.provide(pgStore))))
 
 describe("local backend restart", () => {
   it.scoped("a run cut off by closing the backend is closed as failed by the next one, which accepts the next message", () =>

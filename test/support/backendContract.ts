@@ -206,7 +206,8 @@ export const backendContract = (name: string, make: MakeBackend) =>
           yield* awaitSleeps()
           yield* backend.skipReconnectWait(conv.id)
           yield* script.awaitRequests(2)
-          yield* awaitSleeps()
+          // The skipped sleep stays in the TestClock's list: the second wait is the second sleep.
+          yield* awaitSleeps(2)
           yield* backend.skipReconnectWait(conv.id)
           const chunks = yield* Fiber.join(fiber)
           // the second wait is still the second step of the ladder

@@ -14,6 +14,7 @@ import { layerSqlite } from "../../src/services/store/Sqlite.js"
 import type { Store } from "../../src/services/Store.js"
 import { ToolExecutor } from "../../src/services/ToolExecutor.js"
 import { makeToolExecutor } from "../../src/services/tools/Executor.js"
+import { pgStore } from "./pgDatabase.js"
 import { tempDir } from "./tempDir.js"
 
 /** Holds chosen model calls (1-based) until the test releases them: turns happen exactly when a test wants. */
@@ -41,12 +42,12 @@ export const layerScriptedGated = (script: ReadonlyArray<ScriptEntry>, gated: Re
     )
   }))
 
-/** Where the conversation lives: in process over either store, or behind `baton serve` over HTTP. */
-export type StoreKind = "memory" | "sqlite" | "remote"
+/** Where the conversation lives: in process over one of the stores, or behind `baton serve` over HTTP. */
+export type StoreKind = "memory" | "sqlite" | "postgres" | "remote"
 
-/** The store for one test: memory, or a real SQLite file in `dir`. */
+/** The store for one test: memory, a real SQLite file in `dir`, or a fresh schema of the test PostgreSQL. */
 export const storeLayer = (kind: StoreKind, dir: string): Layer.Layer<Store, unknown> =>
-  kind === "sqlite" ? layerSqlite({ filename: Path.join(dir, "baton.db") }) : layerMemory
+  kind === "sqlite" ? layerSqlite({ filename: Path.join(dir, "baton.db") }) : kind === "postgres" ? pgStore : layerMemory
 
 /** The Backend the Session talks to: the local one, or a remote client of a server (port 0) hosting it. */
 const backendLayer = (kind: StoreKind): Layer.Layer<Backend, unknown, Store | Provider> =>

@@ -22,22 +22,38 @@ export const collect = <A, E, R>(stream: Stream.Stream<A, E, R>) => Effect.map(S
 
 export const types = (events: ReadonlyArray<TaskEvent>) => events.map((e) => e.type)
 
-/** The test clock's pending sleeps become visible only once a fiber has started sleeping; wait for that, never for time. */
-export const awaitSleeps = (count = 1, tries = 10_000) =>
+/** Polls before the first real-time pause: enough for everything an in-process store does at once. */
+const QUICK = 100
+
+/**
+ * The pause between two looks at a condition: a yield at first, then one millisecond of real time
+ * (a timer, never the Clock, which a test may hold still), so that I/O on the way (a PostgreSQL
+ * reply, a child's output) arrives without a busy loop starving the processes it waits for.
+ */
+const pause = (attempt: number) =>
+  attempt < QUICK
+    ? Effect.yieldNow()
+    : Effect.async<void>((resume) => {
+      const handle = setTimeout(() => resume(Effect.void), 1)
+      return Effect.sync(() => clearTimeout(handle))
+    })
+
+/** The test clock's pending sleeps become visible only once a fiber has started sleeping; wait for that, never for the Clock. */
+export const awaitSleeps = (count = 1, tries = QUICK + 10_000) =>
   Effect.gen(function*() {
     for (let i = 0; i < tries; i++) {
       if ((yield* TestClock.sleeps()).length >= count) return
-      yield* Effect.yieldNow()
+      yield* pause(i)
     }
     return yield* Effect.dieMessage(`no fiber started sleeping (wanted ${count})`)
   })
 
-/** Waits (by yielding, not by time) until `check` holds. */
-export const eventually = <E, R>(check: Effect.Effect<boolean, E, R>, what: string, tries = 50_000) =>
+/** Waits until `check` holds (by yielding, then polling for about 10 s of real time; never by the Clock). */
+export const eventually = <E, R>(check: Effect.Effect<boolean, E, R>, what: string, tries = QUICK + 10_000) =>
   Effect.gen(function*() {
     for (let i = 0; i < tries; i++) {
       if (yield* check) return
-      yield* Effect.yieldNow()
+      yield* pause(i)
     }
     return yield* Effect.dieMessage(`never happened: ${what}`)
   })

@@ -1,35 +1,12 @@
-import { SqlError } from "@effect/sql/SqlError"
-import { Effect, Option, Schedule } from "effect"
-import { StoreBusy, StoreError } from "../../../domain/Errors.js"
-import { type Failure, turnBudgets } from "../../../domain/Recovery.js"
-import { policy } from "../../../domain/RecoverySchedule.js"
+import { Effect } from "effect"
+import { StoreError } from "../../../domain/Errors.js"
+import { codeOf, detailOf, guardWith, isSqlError, retryLostRaces } from "../SqlFailures.js"
 
 /**
  * Turns whatever SQLite or the file system throws into a StoreError that names the file and says
  * what to do. better-sqlite3 reports a `code` (SQLITE_CORRUPT, SQLITE_READONLY_DBMOVED…), Node an
  * errno `code` (EACCES…); either may sit a few `cause` links down (SqlError, MigrationError).
  */
-
-const codeOf = (error: unknown): string => {
-  let current: unknown = error
-  for (let depth = 0; depth < 5 && typeof current === "object" && current !== null; depth++) {
-    const code = (current as { readonly code?: unknown }).code
-    if (typeof code === "string") return code
-    current = (current as { readonly cause?: unknown }).cause
-  }
-  return ""
-}
-
-const detailOf = (error: unknown): string => {
-  let current: unknown = error
-  let detail = ""
-  for (let depth = 0; depth < 5 && typeof current === "object" && current !== null; depth++) {
-    const message = (current as { readonly message?: unknown }).message
-    if (typeof message === "string" && message.length > 0) detail = message
-    current = (current as { readonly cause?: unknown }).cause
-  }
-  return detail === "" ? String(error) : detail
-}
 
 export const corruptError = (path: string, what: string) =>
   new StoreError({
@@ -85,18 +62,8 @@ export const classify = (path: string, error: unknown): StoreError => {
   return new StoreError({ reason: "io", path, message: `Baton could not use ${path}: ${detail}` })
 }
 
-const isSqlError = (u: unknown): u is SqlError => u instanceof SqlError
-
-/**
- * SQL failures become StoreErrors. @effect/sql turns a failed COMMIT or ROLLBACK into a defect, so
- * defects carrying a SqlError are mapped too; any other defect stays a defect (it is a bug).
- */
-export const guard = (path: string) =>
-<A, E, R>(effect: Effect.Effect<A, E | SqlError, R>): Effect.Effect<A, Exclude<E, SqlError> | StoreError, R> =>
-  effect.pipe(
-    Effect.catchIf((e): e is SqlError => isSqlError(e), (e) => Effect.fail(classify(path, e))),
-    Effect.catchSomeDefect((d) => (isSqlError(d) ? Option.some(Effect.fail(classify(path, d))) : Option.none()))
-  )
+/** SQL failures become StoreErrors naming the file. */
+export const guard = (path: string) => guardWith((e) => classify(path, e))
 
 /**
  * Failures that end at once and pass: a stale snapshot, another connection recovering the WAL. A plain
@@ -106,15 +73,8 @@ export const guard = (path: string) =>
 const isTransientBusy = (e: unknown) =>
   isSqlError(e) && (codeOf(e) === "SQLITE_BUSY_SNAPSHOT" || codeOf(e) === "SQLITE_BUSY_RECOVERY")
 
-/** The recovery policy decides (a `StoreBusy` failure); jitter only spreads two processes' retries apart. */
-const busyPolicy = policy<Failure>(turnBudgets, { jitter: true })
-
-const LOST_RACE = new StoreBusy({ message: "the transaction lost a race with another process" })
-// Any other failure is not the policy's to retry: it is terminal there, and passes through as it was.
-const NOT_A_RACE = new StoreError({ reason: "io", message: "not a lost race" })
-
-export const retryBusy = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
-  Effect.retry(effect, Schedule.mapInput(busyPolicy, (e: E): Failure => (isTransientBusy(e) ? LOST_RACE : NOT_A_RACE)))
+/** A stale snapshot or a WAL recovery lost a race: tried again through the recovery policy. */
+export const retryBusy = retryLostRaces(isTransientBusy)
 
 /** Building a SQLite connection throws synchronously (a defect); this gives it a reason and the path. */
 export const openFailure = (path: string) => <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | StoreError, R> =>

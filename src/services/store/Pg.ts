@@ -1,0 +1,17 @@
+import { Effect, Layer } from "effect"
+import type { StoreError } from "../../domain/Errors.js"
+import { openDatabase, type PgOptions } from "./pg/Open.js"
+import { makePgStore } from "./pg/PgStore.js"
+import { Store } from "../Store.js"
+
+export type { PgOptions }
+
+/**
+ * The Store on a PostgreSQL database (14 or newer) that several Baton processes, on one machine or
+ * many, can share: the database keeps the rules (one running run per conversation, contiguous chunk
+ * seqs), not a lock in any one process. Its tables are created on first use, in the first schema of
+ * the URL's search_path. An unreachable server, refused credentials, a database that is not Baton's
+ * or has a newer schema fail the layer with a StoreError naming the database without its password.
+ */
+export const layer = (options: PgOptions): Layer.Layer<Store, StoreError> =>
+  Layer.scoped(Store, Effect.map(openDatabase(options), ({ sql, target }) => makePgStore(sql, target)))

@@ -1,0 +1,44 @@
+/**
+ * A PostgreSQL connection URL as a user gives it (`--database`, BATON_DATABASE_URL): recognised by
+ * its scheme, and named in messages without its secrets, since the URL may carry a password.
+ */
+
+export const isPostgresUrl = (url: string): boolean => /^postgres(ql)?:\/\//i.test(url.trim())
+
+const SECRET_PARAMS = ["password", "sslpassword"]
+
+/**
+ * The URL with its password (and any password-like query parameter) replaced by `***`. A URL
+ * that does not parse is not shown at all: it cannot be told apart from its secrets.
+ */
+export const redactUrl = (url: string): string => {
+  let parsed: URL
+  try {
+    parsed = new URL(url.trim())
+  } catch {
+    return "(a PostgreSQL URL that does not parse; not shown, it may hold a password)"
+  }
+  if (parsed.password !== "") parsed.password = "***"
+  for (const name of [...parsed.searchParams.keys()]) {
+    if (SECRET_PARAMS.includes(name.toLowerCase())) parsed.searchParams.set(name, "***")
+  }
+  return parsed.toString()
+}
+
+/** Text from a driver or server with the URL, and its password, taken out wherever they appear. */
+export const scrubber = (url: string) => {
+  const secrets = [url, url.trim()]
+  try {
+    const parsed = new URL(url.trim())
+    if (parsed.password !== "") secrets.push(parsed.password, decodeURIComponent(parsed.password))
+    for (const [name, value] of parsed.searchParams) {
+      if (SECRET_PARAMS.includes(name.toLowerCase()) && value !== "") secrets.push(value)
+    }
+  } catch {
+    // Unparsable: only the whole text can be recognised.
+  }
+  const redacted = redactUrl(url)
+  const ordered = [...new Set(secrets.filter((s) => s.length > 0))].sort((a, b) => b.length - a.length)
+  return (text: string): string =>
+    ordered.reduce((out, secret) => out.split(secret).join(secret === url || secret === url.trim() ? redacted : "***"), text)
+}

@@ -31,6 +31,14 @@ const baseUrlOption = fromEnv(
   "API base URL, e.g. http://127.0.0.1:11434/v1 for Ollama"
 )
 const homeOption = fromEnv(Options.text("home").pipe(Options.withPseudoName("DIR")), "BATON_HOME", Config.string("BATON_HOME"), "Where conversations and settings live, default ~/.baton")
+const databaseOption = Options.redacted("database").pipe(
+  Options.withPseudoName("URL"),
+  Options.withFallbackConfig(Config.redacted("BATON_DATABASE_URL")),
+  Options.withDescription(
+    "Keep conversations in this PostgreSQL database (postgres://user:password@host:5432/db) instead of the home's baton.db (BATON_DATABASE_URL); never printed"
+  ),
+  Options.optional
+)
 const serverOption = Options.text("server").pipe(
   Options.withPseudoName("URL"),
   Options.withDescription("Use a `baton serve` backend at this URL instead of the local one (token: BATON_TOKEN)"),
@@ -51,6 +59,7 @@ const common = {
   ),
   maxTurns: Options.integer("max-turns").pipe(Options.withPseudoName("N"), Options.withDescription("Stop a task after this many model turns"), Options.optional),
   home: homeOption,
+  database: databaseOption,
   server: serverOption
 }
 
@@ -64,6 +73,7 @@ const toArgs = (parsed: Command.Command.ParseConfig<typeof common>): CommonArgs 
   approve: Option.getOrUndefined(parsed.approve),
   maxTurns: Option.getOrUndefined(parsed.maxTurns),
   home: Option.getOrUndefined(parsed.home),
+  database: Option.getOrUndefined(parsed.database),
   server: Option.getOrUndefined(parsed.server)
 })
 
@@ -103,6 +113,7 @@ const serve = Command.make(
     model: modelOption,
     baseUrl: baseUrlOption,
     home: homeOption,
+    database: databaseOption,
     host: Options.text("host").pipe(Options.withDescription("Address to bind (default 127.0.0.1; any other needs a token)"), Options.optional),
     port: Options.integer("port").pipe(Options.withDescription("Port (default 8283; 0 picks a free one)"), Options.optional),
     token: Options.redacted("token").pipe(Options.withDescription("Require this bearer token (BATON_TOKEN); never logged"), Options.optional)
@@ -110,17 +121,25 @@ const serve = Command.make(
   (a) =>
     lazy((m) =>
       m.serve(
-        { ...noCommonArgs, provider: Option.getOrUndefined(a.provider), model: Option.getOrUndefined(a.model), baseUrl: Option.getOrUndefined(a.baseUrl), home: Option.getOrUndefined(a.home) },
+        {
+          ...noCommonArgs,
+          provider: Option.getOrUndefined(a.provider),
+          model: Option.getOrUndefined(a.model),
+          baseUrl: Option.getOrUndefined(a.baseUrl),
+          home: Option.getOrUndefined(a.home),
+          database: Option.getOrUndefined(a.database)
+        },
         { host: Option.getOrUndefined(a.host), port: Option.getOrUndefined(a.port), token: Option.getOrUndefined(a.token) }
       )
     )
 ).pipe(Command.withDescription("Host conversations over HTTP + SSE for clients using --server (runs survive disconnects)"))
 
 /** Reading conversations needs the store, not a model or a workspace's settings. */
-const store = { home: homeOption, server: serverOption }
-const storeArgs = (a: { readonly home: Option.Option<string>; readonly server: Option.Option<string> }): CommonArgs => ({
+const store = { home: homeOption, database: databaseOption, server: serverOption }
+const storeArgs = (a: Command.Command.ParseConfig<typeof store>): CommonArgs => ({
   ...noCommonArgs,
   home: Option.getOrUndefined(a.home),
+  database: Option.getOrUndefined(a.database),
   server: Option.getOrUndefined(a.server)
 })
 const sessionId = Args.text({ name: "id" }).pipe(Args.withDescription("A conversation id"))

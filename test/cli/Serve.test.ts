@@ -1,34 +1,11 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Deferred, Effect } from "effect"
-import { spawn } from "node:child_process"
+import { Effect } from "effect"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
-import { BIN, cleanEnv, cliDirs, jsonEvents, runCli } from "../support/cliProcess.js"
+import { cliDirs, jsonEvents, runCli, startServe } from "../support/cliProcess.js"
 import * as MockModelServer from "../support/MockModelServer.js"
 import { Reply } from "../support/MockModelServer.js"
 import { assertOrdering, byType } from "../support/sessionHarness.js"
-
-/** `baton serve` as a child process, and `baton run --server` as its client: the tools run on the client. */
-const startServe = (args: ReadonlyArray<string>, env: Record<string, string>) =>
-  Effect.gen(function*() {
-    const url = yield* Deferred.make<string>()
-    const exited = yield* Deferred.make<number | null>()
-    const child = yield* Effect.acquireRelease(
-      Effect.sync(() => {
-        const child = spawn(process.execPath, [BIN, "serve", "--port", "0", ...args], { env: cleanEnv(env), stdio: ["ignore", "pipe", "pipe"] })
-        let stderr = ""
-        child.stderr.setEncoding("utf8").on("data", (text: string) => {
-          stderr += text
-          const found = /baton serve: (http:\/\/\S+)/.exec(stderr)
-          if (found !== null) Deferred.unsafeDone(url, Effect.succeed(found[1]!))
-        })
-        child.once("close", (code) => Deferred.unsafeDone(exited, Effect.succeed(code)))
-        return child
-      }),
-      (child) => Effect.sync(() => void (child.exitCode === null && child.kill("SIGKILL")))
-    )
-    return { url: yield* Deferred.await(url), exited: Deferred.await(exited), stop: Effect.sync(() => void child.kill("SIGTERM")) }
-  })
 
 describe("baton serve and --server (built CLI)", () => {
   it.scopedLive("a client runs a tool task through a server; the server holds the conversation; SIGTERM stops it cleanly", () =>

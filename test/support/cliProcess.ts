@@ -1,4 +1,4 @@
-import { Effect } from "effect"
+import { Deferred, Effect } from "effect"
 import { spawn } from "node:child_process"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
@@ -89,3 +89,36 @@ export const processGone = (pid: number): boolean => {
     return true
   }
 }
+
+/**
+ * `baton serve` as a child process (port 0), for `--server` clients: resolves once it prints its
+ * address; dies with its stderr if it exits first. Killed with the scope.
+ */
+export const startServe = (args: ReadonlyArray<string>, env: Record<string, string>) =>
+  Effect.gen(function*() {
+    const url = yield* Deferred.make<string>()
+    const exited = yield* Deferred.make<number | null>()
+    let stderr = ""
+    const child = yield* Effect.acquireRelease(
+      Effect.sync(() => {
+        const child = spawn(process.execPath, [BIN, "serve", "--port", "0", ...args], { env: cleanEnv(env), stdio: ["ignore", "pipe", "pipe"] })
+        child.stderr.setEncoding("utf8").on("data", (text: string) => {
+          stderr += text
+          const found = /baton serve: (http:\/\/\S+)/.exec(stderr)
+          if (found !== null) Deferred.unsafeDone(url, Effect.succeed(found[1]!))
+        })
+        child.once("close", (code) => {
+          Deferred.unsafeDone(url, Effect.dieMessage(`baton serve exited (${code}) before listening: ${stderr}`))
+          Deferred.unsafeDone(exited, Effect.succeed(code))
+        })
+        return child
+      }),
+      (child) => Effect.sync(() => void (child.exitCode === null && child.kill("SIGKILL")))
+    )
+    return {
+      url: yield* Deferred.await(url),
+      exited: Deferred.await(exited),
+      stop: Effect.sync(() => void child.kill("SIGTERM")),
+      stderr: Effect.sync(() => stderr)
+    }
+  })

@@ -7,7 +7,7 @@ import type { Provider } from "../../services/Provider.js"
 import { chat as chatProgram } from "./ChatCommand.js"
 import { type CommonArgs, noCommonArgs } from "./CommonArgs.js"
 import { demo as demoProgram, demoAssets, prepareDemo } from "./DemoCommand.js"
-import { freshEnv, resolveEnv, serverToken, storeEnv, storeFile } from "./Env.js"
+import { freshEnv, resolveEnv, serverToken, storeEnv, storeLabel } from "./Env.js"
 import { nodeIo } from "./Io.js"
 import * as Layers from "./Layers.js"
 import { recordedTask } from "./ReplayCommand.js"
@@ -76,7 +76,7 @@ export const serve = Effect.fn("Commands.serve")(function*(args: CommonArgs, opt
     ...(options.port !== undefined ? { port: options.port } : {}),
     ...(token !== undefined ? { token } : {})
   })
-  return yield* serveProgram(io, { model: model.describe, store: storeFile(env), token: token !== undefined }).pipe(Effect.provide(server))
+  return yield* serveProgram(io, { model: model.describe, store: storeLabel(env), token: token !== undefined }).pipe(Effect.provide(server))
 })
 
 export const sessionsList = Effect.fn("Commands.sessionsList")(function*(args: CommonArgs, options: { readonly json: boolean; readonly limit: number }) {

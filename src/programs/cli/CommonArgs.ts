@@ -1,3 +1,4 @@
+import type * as Redacted from "effect/Redacted"
 import type { ProviderKind } from "../../domain/Settings.js"
 
 export type { ProviderKind }
@@ -19,6 +20,8 @@ export interface CommonArgs {
   readonly approve: ApproveMode | undefined
   readonly maxTurns: number | undefined
   readonly home: string | undefined
+  /** A PostgreSQL URL (`--database`, BATON_DATABASE_URL): conversations there, not in the home's baton.db. */
+  readonly database: Redacted.Redacted<string> | undefined
   readonly server: string | undefined
 }
 
@@ -32,5 +35,6 @@ export const noCommonArgs: CommonArgs = {
   approve: undefined,
   maxTurns: undefined,
   home: undefined,
+  database: undefined,
   server: undefined
 }

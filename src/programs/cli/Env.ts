@@ -1,13 +1,14 @@
 import * as Config from "effect/Config"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
-import type * as Redacted from "effect/Redacted"
+import * as Redacted from "effect/Redacted"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import type { ConversationSettingsInput } from "../../domain/Conversation.js"
 import { ConfigError } from "../../domain/Errors.js"
 import { emptyRules } from "../../domain/Settings.js"
 import { type ProviderSettings, resolveProviderSettings } from "../../services/provider/Config.js"
+import { isPostgresUrl, redactUrl } from "../../services/store/pg/Url.js"
 import { resolveWorkspace } from "../../services/tools/Workspace.js"
 import type { CommonArgs } from "./CommonArgs.js"
 import { type LoadedSettings, loadSettings } from "./LoadSettings.js"
@@ -68,6 +69,38 @@ export const describeProvider = (settings: ProviderSettings): string =>
   settings.kind === "replay" ? `replay of ${Path.basename(settings.cassette)}` : `${settings.live.model} via ${settings.kind}`
 
 export const storeFile = (env: AppEnv) => Path.join(env.home, "baton.db")
+
+/** Where conversations live, as messages name it: the database URL without its password, or the file. */
+export const storeLabel = (env: AppEnv): string =>
+  env.args.database !== undefined ? redactUrl(Redacted.value(env.args.database)) : storeFile(env)
+
+/**
+ * The PostgreSQL URL of `--database` / BATON_DATABASE_URL, checked: a URL of another kind, or one
+ * given to a `--server` client (which keeps no conversations), is a usage error. Never shown: it
+ * may hold a password.
+ */
+export const databaseUrl = (env: AppEnv): Effect.Effect<Redacted.Redacted<string> | undefined, ConfigError> => {
+  const database = env.args.database
+  if (database === undefined) return Effect.succeed(undefined)
+  const source = "--database / BATON_DATABASE_URL"
+  if (env.args.server !== undefined) {
+    return Effect.fail(new ConfigError({
+      source,
+      message: `${source}: a --server client keeps no conversations; give the database to the server (baton serve --database …)`
+    }))
+  }
+  const url = Redacted.value(database)
+  if (!isPostgresUrl(url)) {
+    const scheme = /^([a-z][a-z0-9+.-]*):\/\//i.exec(url.trim())?.[1]
+    return Effect.fail(new ConfigError({
+      source,
+      message: `${source} takes a PostgreSQL URL, postgres://user:password@host:5432/database (got ${
+        scheme !== undefined ? `a ${scheme}:// URL` : "something that is not a URL"
+      }; not shown, it may hold a password). Without it conversations stay in ${storeFile(env)}.`
+    }))
+  }
+  return Effect.succeed(database)
+}
 
 /** The bearer token for `--server` (and `baton serve` without `--token`), only ever from the environment. */
 export const serverToken: Effect.Effect<Redacted.Redacted<string> | undefined, ConfigError> = Config.option(Config.redacted("BATON_TOKEN")).pipe(

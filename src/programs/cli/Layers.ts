@@ -9,11 +9,12 @@ import { layerRemote } from "../../services/backend/Remote.js"
 import { Provider } from "../../services/Provider.js"
 import { layerFromSettings } from "../../services/provider/Config.js"
 import { layerSqlite } from "../../services/store/Sqlite.js"
+import type { Store } from "../../services/Store.js"
 import type { ToolExecutor } from "../../services/ToolExecutor.js"
 import * as ToolExecutorLive from "../../services/tools/Executor.js"
 import { layerLocal } from "../backend/BackendLocal.js"
 import { type BatonServer, serve, type ServeOptions, type ServerStartError } from "../server/Server.js"
-import { type AppEnv, describeProvider, providerSettings, serverToken, storeFile } from "./Env.js"
+import { type AppEnv, databaseUrl, describeProvider, providerSettings, serverToken, storeFile } from "./Env.js"
 
 /**
  * The CLI's composition root: the one module that turns an environment (AppEnv: home, workspace,
@@ -58,20 +59,36 @@ export const paced = (deltaMs: number, firstMs: number): Layer.Layer<Provider, n
 export const demoModel = (cassette: string, options: { readonly fast: boolean }): Layer.Layer<Provider, ConfigError> =>
   options.fast ? replay(cassette) : paced(18, 500).pipe(Layer.provide(replay(cassette)))
 
-/** Conversations in the home's SQLite file, model calls in this process. */
+/**
+ * Where conversations live: the home's SQLite file, or the PostgreSQL database of `--database` /
+ * BATON_DATABASE_URL (loaded only then: a SQLite user never loads the PostgreSQL driver).
+ */
+const store = (env: AppEnv): Layer.Layer<Store, ConfigError | StoreError> =>
+  Layer.unwrapEffect(Effect.gen(function*() {
+    const url = yield* databaseUrl(env)
+    if (url === undefined) return layerSqlite({ filename: storeFile(env) })
+    const StorePg = yield* Effect.promise(() => import("../../services/store/Pg.js"))
+    return StorePg.layer({ url })
+  }))
+
+/** Conversations in the store, model calls in this process. */
 const localBackend = (env: AppEnv, provider: Layer.Layer<Provider, ConfigError>): Layer.Layer<Backend, ConfigError | StoreError> =>
-  layerLocal().pipe(Layer.provide([layerSqlite({ filename: storeFile(env) }), provider]))
+  layerLocal().pipe(Layer.provide([store(env), provider]))
 
 /**
  * Where conversations and model calls live. This is the one place `--server URL` swaps the local
- * backend (SQLite under the home + the provider in this process) for the remote one.
+ * backend (the store + the provider in this process) for the remote one, and `--database URL` the
+ * home's SQLite file for PostgreSQL.
  */
 export const backend = (env: AppEnv, provider: Layer.Layer<Provider, ConfigError> = noModel): Layer.Layer<Backend, ConfigError | StoreError> => {
   const server = env.args.server
   if (server === undefined) return localBackend(env, provider)
-  return Layer.unwrapEffect(
-    Effect.map(serverToken, (token) => layerRemote({ url: server.replace(/\/+$/, ""), ...(token !== undefined ? { token } : {}) }))
-  )
+  return Layer.unwrapEffect(Effect.gen(function*() {
+    // Refuses a --database given with --server: the server decides where its conversations live.
+    yield* databaseUrl(env)
+    const token = yield* serverToken
+    return layerRemote({ url: server.replace(/\/+$/, ""), ...(token !== undefined ? { token } : {}) })
+  }))
 }
 
 /** The workspace's tools; shells orphaned by a crashed Baton are reaped from the home's registry. */
@@ -82,7 +99,7 @@ export const tools = (env: AppEnv): Layer.Layer<ToolExecutor, ConfigError> =>
 export const task = (env: AppEnv, provider: Layer.Layer<Provider, ConfigError>): Layer.Layer<Backend | ToolExecutor, ConfigError | StoreError> =>
   Layer.merge(backend(env, provider), tools(env))
 
-/** `baton serve`: the local backend over the home's SQLite file, with this model, behind HTTP + SSE. */
+/** `baton serve`: the local backend over the store (the home's SQLite file or `--database`), with this model, behind HTTP + SSE. */
 export const server = (
   env: AppEnv,
   provider: Layer.Layer<Provider, ConfigError>,

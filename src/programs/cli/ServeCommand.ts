@@ -10,7 +10,7 @@ export interface ServeCommandOptions {
   readonly token: Redacted.Redacted<string> | undefined
 }
 
-/** What the start-up lines say besides the address: the model, the store file, whether a token guards it. */
+/** What the start-up lines say besides the address: the model, the store (file, or database URL without its password), whether a token guards it. */
 export interface ServeBanner {
   readonly model: string
   readonly store: string
@@ -18,9 +18,10 @@ export interface ServeBanner {
 }
 
 /**
- * `baton serve`: the conversation actors behind HTTP + SSE, over the home's SQLite file, making the
- * model calls with this process's provider settings. It runs until SIGINT / SIGTERM; shutting down
- * lets active runs reach a stop reason (bounded) before the process exits.
+ * `baton serve`: the conversation actors behind HTTP + SSE, over the store (the home's SQLite file
+ * or a PostgreSQL database), making the model calls with this process's provider settings. It runs
+ * until SIGINT / SIGTERM; shutting down lets active runs reach a stop reason (bounded) before the
+ * process exits.
  */
 export const serve: (io: Io, banner: ServeBanner) => Effect.Effect<never, never, BatonServer> = Effect.fn("Cli.serve")(
   function*(io: Io, banner: ServeBanner) {

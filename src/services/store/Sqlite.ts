@@ -7,9 +7,10 @@ import { makeSqliteStore } from "./sqlite/SqliteStore.js"
 import { Store } from "../Store.js"
 
 /**
- * services/store/ holds the Store adapters: SQLite (this module, the embedded default; its queries,
- * schema, commits and failure mapping under sqlite/), the in-memory store for tests (Memory), and the
- * codec both use for rows.
+ * services/store/ holds the Store adapters: SQLite (this module, the embedded default; opening the
+ * file, its schema and failure mapping under sqlite/), PostgreSQL (Pg, for several processes or
+ * machines; under pg/), the in-memory store for tests (Memory), what the two SQL stores share (the
+ * store itself, its statements, commit, rows and failures: Sql*.ts) and the codec all of them use.
  */
 
 export type SqliteOptions = OpenOptions

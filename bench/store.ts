@@ -1,11 +1,15 @@
 /**
  * Store benchmark (not a test): `npx tsx bench/store.ts`.
- * 1. Chunk appends per second on the SQLite layer, committed in batches of 1, 10 and 100 chunks.
+ * 1. Chunk appends per second, committed in batches of 1, 10 and 100 chunks.
  * 2. pendingApprovals + backfill at 100, 10k and 100k items in one conversation: the resume path
  *    must cost the same whatever the history length (target: 100k ≤ 1.5× 100).
+ * On the SQLite layer, then on PostgreSQL too when BATON_TEST_DATABASE_URL is set (in a schema of
+ * its own, dropped afterwards): `scripts/with-postgres.sh npx tsx bench/store.ts`.
  */
+import * as Reactivity from "@effect/experimental/Reactivity"
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
-import { Effect } from "effect"
+import * as PgClient from "@effect/sql-pg/PgClient"
+import { Effect, Layer, Redacted } from "effect"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
@@ -13,6 +17,7 @@ import type { TaskEvent } from "../src/domain/Events.js"
 import { Otid, ToolCallId } from "../src/domain/Ids.js"
 import type { NewItem } from "../src/domain/History.js"
 import { Store } from "../src/services/Store.js"
+import { layer as layerPg } from "../src/services/store/Pg.js"
 import { layerSqlite } from "../src/services/store/Sqlite.js"
 
 const dir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "baton-bench-"))
@@ -81,23 +86,42 @@ const resumeCost = (items: number) =>
     return median(timings.slice(50))
   })
 
-const program = Effect.gen(function*() {
-  console.log("chunk appends (SQLite, WAL, synchronous=NORMAL)")
-  for (const [batch, total] of [[1, 3000], [10, 20000], [100, 100000]] as const) {
-    const rate = yield* chunkAppends(batch, total)
-    console.log(`  batch ${String(batch).padStart(3)}: ${Math.round(rate).toLocaleString("en")} chunks/s`)
-  }
-  console.log("pendingApprovals + backfill, median of 250 (one conversation)")
-  const costs: Array<number> = []
-  for (const items of [100, 10_000, 100_000]) {
-    const ms = yield* resumeCost(items)
-    costs.push(ms)
-    console.log(`  ${items.toLocaleString("en").padStart(7)} items: ${ms.toFixed(3)} ms`)
-  }
-  console.log(`  100k / 100 = ${(costs[2]! / costs[0]!).toFixed(2)}× (target ≤ 1.5×)`)
-})
+const program = (name: string) =>
+  Effect.gen(function*() {
+    console.log(`chunk appends (${name})`)
+    for (const [batch, total] of [[1, 3000], [10, 20000], [100, 100000]] as const) {
+      const rate = yield* chunkAppends(batch, total)
+      console.log(`  batch ${String(batch).padStart(3)}: ${Math.round(rate).toLocaleString("en")} chunks/s`)
+    }
+    console.log(`pendingApprovals + backfill, median of 250 (one conversation, ${name})`)
+    const costs: Array<number> = []
+    for (const items of [100, 10_000, 100_000]) {
+      const ms = yield* resumeCost(items)
+      costs.push(ms)
+      console.log(`  ${items.toLocaleString("en").padStart(7)} items: ${ms.toFixed(3)} ms`)
+    }
+    console.log(`  100k / 100 = ${(costs[2]! / costs[0]!).toFixed(2)}× (target ≤ 1.5×)`)
+  })
 
-NodeRuntime.runMain(program.pipe(
-  Effect.provide(layerSqlite({ filename: Path.join(dir, "bench.db") })),
-  Effect.ensuring(Effect.sync(() => Fs.rmSync(dir, { recursive: true, force: true })))
-))
+/** A schema of its own in the database at `url`, dropped (with everything in it) afterwards. */
+const pgSchema = (url: string) =>
+  Effect.gen(function*() {
+    const admin = yield* PgClient.make({ url: Redacted.make(url) }).pipe(Effect.provide(Reactivity.layer), Effect.orDie)
+    const schema = `baton_bench_${process.pid}`
+    yield* Effect.acquireRelease(
+      Effect.orDie(admin`CREATE SCHEMA ${admin(schema)}`),
+      () => Effect.orDie(admin`DROP SCHEMA ${admin(schema)} CASCADE`)
+    )
+    const scoped = new URL(url)
+    scoped.searchParams.set("options", `-c search_path=${schema}`)
+    return layerPg({ url: scoped.toString() })
+  })
+
+const database = process.env["BATON_TEST_DATABASE_URL"]
+
+NodeRuntime.runMain(Effect.gen(function*() {
+  yield* program("SQLite, WAL, synchronous=NORMAL").pipe(Effect.provide(layerSqlite({ filename: Path.join(dir, "bench.db") })))
+  if (database !== undefined && database !== "") {
+    yield* program("PostgreSQL, loopback").pipe(Effect.provide(Layer.unwrapScoped(pgSchema(database))))
+  }
+}).pipe(Effect.scoped, Effect.ensuring(Effect.sync(() => Fs.rmSync(dir, { recursive: true, force: true })))))

@@ -10,7 +10,8 @@ import type { ToolCall } from "../domain/Messages.js"
 /**
  * Where a conversation lives. Every method answers resume questions (pending approvals, backfill,
  * run by otid, chunks after a seq) with index lookups, whatever the history length.
- * Implementations: StoreSqlite (default, a file), StoreMemory (tests); one contract suite for both.
+ * Implementations: StoreSqlite (default, a file), StorePg (a PostgreSQL database several processes
+ * share), StoreMemory (tests); one contract suite for all.
  */
 export class Store extends Context.Tag("baton/Store")<Store, {
   readonly createConversation: (
@@ -58,7 +59,7 @@ export class Store extends Context.Tag("baton/Store")<Store, {
   /**
    * Creates a run for this otid, or returns the one it already started (`created: false`).
    * A conversation has at most one running run: another one fails with Conflict, also across
-   * processes sharing the file.
+   * processes sharing the store (the file, or the database).
    */
   readonly createRun: (
     id: ConversationId,

@@ -35,6 +35,10 @@ describe("StorePg URLs", () => {
     assert.notInclude(redactUrl("postgres://db/baton?user=u&password=hunter22"), "hunter22")
     assert.notInclude(redactUrl("postgres://u:p%40ss@db/x"), "p%40ss")
     assert.notInclude(redactUrl("host=db password=hunter22"), "hunter22")
+    assert.strictEqual(
+      redactUrl("postgres://u:pw@h/db?options=-c%20search_path%3Dbaton&sslpassword=x"),
+      "postgres://u:***@h/db?options=-c search_path=baton&sslpassword=***"
+    )
     const scrub = scrubber("postgres://baton:s3cret@db/baton")
     assert.strictEqual(scrub("failed for postgres://baton:s3cret@db/baton: s3cret"), "failed for postgres://baton:***@db/baton: ***")
   })
@@ -56,6 +60,10 @@ onPostgres("StorePg opening", (url) => {
       assert.match(error.message, /refused the credentials/)
       assert.include(error.message, `${parsed.hostname}:${parsed.port}`)
       for (const secret of ["not-the-password", password]) assert.notInclude(JSON.stringify(error), secret)
+      const none = new URL(url)
+      none.password = ""
+      const missing = yield* refusal(none.toString())
+      assert.match(missing.message, /asks for a password and none was given: put it in the URL, in PGPASSWORD or in ~\/.pgpass/)
     }))
 
   it.live("nothing listening, or no such database: a StoreError saying which and what to check", () =>

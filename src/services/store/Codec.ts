@@ -83,7 +83,7 @@ export const rejectDeltaItems = (write: Write): Effect.Effect<void> => {
 export const conversationNotFound = (id: string) =>
   new NotFound({ entity: "conversation", id, message: `No conversation ${id}` })
 
-/** Another run of this conversation is still running (here or in another process on the same file). */
+/** Another run of this conversation is still running (here or in another process on the same store). */
 export const busyConflict = (id: ConversationId, active: Run) =>
   busyWith(id, active.id, activityOf(active.kind))
 

@@ -52,6 +52,9 @@ export const classify = (target: PgTarget, error: unknown): StoreError => {
   if (/pool after calling end/i.test(detail)) {
     return fail("closed", `The store on ${at} was already closed (its layer's scope ended); this is a bug in the caller.`)
   }
+  if (/client password must be a string|password must be a string|no password/i.test(detail)) {
+    return fail("io", `PostgreSQL at ${at} asks for a password and none was given: put it in the URL, in PGPASSWORD or in ~/.pgpass.`)
+  }
   if (code === "28P01" || code === "28000") {
     return fail("io", `PostgreSQL at ${at} refused the credentials (${detail}); check the user and password in the URL.`)
   }

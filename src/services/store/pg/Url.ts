@@ -18,11 +18,11 @@ export const redactUrl = (url: string): string => {
   } catch {
     return "(a PostgreSQL URL that does not parse; not shown, it may hold a password)"
   }
-  if (parsed.password !== "") parsed.password = "***"
-  for (const name of [...parsed.searchParams.keys()]) {
-    if (SECRET_PARAMS.includes(name.toLowerCase())) parsed.searchParams.set(name, "***")
-  }
-  return parsed.toString()
+  const user = parsed.username === "" ? "" : `${decodeURIComponent(parsed.username)}${parsed.password === "" ? "" : ":***"}@`
+  // Parameters as a person wrote them (`options=-c search_path=baton`), not percent-encoded.
+  const params = [...parsed.searchParams].map(([name, value]) =>
+    `${name}=${SECRET_PARAMS.includes(name.toLowerCase()) ? "***" : value}`)
+  return `${parsed.protocol}//${user}${parsed.host}${parsed.pathname}${params.length === 0 ? "" : `?${params.join("&")}`}`
 }
 
 /** Text from a driver or server with the URL, and its password, taken out wherever they appear. */

@@ -17,7 +17,7 @@ fi
 
 bindir=""
 if command -v initdb >/dev/null 2>&1 && command -v pg_ctl >/dev/null 2>&1; then
-  bindir="$(dirname "$(readlink -f "$(command -v pg_ctl)")")"
+  bindir="$(dirname "$(readlink -f "$(command -v pg_ctl)" 2>/dev/null || command -v pg_ctl)")"
 else
   for dir in $(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V -r); do
     if [ -x "$dir/initdb" ] && [ -x "$dir/pg_ctl" ]; then bindir="$dir"; break; fi

@@ -7,10 +7,9 @@ import type { ToolResult } from "../../domain/Tools.js"
 import { realpathLongestPrefix, resolveWorkspace } from "./Workspace.js"
 import { builtinTools } from "./Builtin.js"
 import { makeFileState } from "./FileState.js"
-import { makeProcessRegistry, reapOrphans } from "./ProcessRegistry.js"
+import { makeProcessRegistry, noProcessTracking, reapOrphans } from "../ProcessRegistry.js"
 import {
   defaultToolLimits,
-  noProcessTracking,
   type PreparedCall,
   type Tool,
   type ToolContext,
@@ -25,8 +24,8 @@ import { unsafeMakeWorkspaceLocks } from "./WorkspaceLocks.js"
 /**
  * services/tools/ is the ToolExecutor of one workspace: this module (plan a call, take its locks,
  * run it), the workspace and its path rules (Workspace), the fair readers/writer and per-file locks
- * (FairLock, WorkspaceLocks), the built-in tools (Read, Write, Edit, Bash, Grep, Glob, LS) and the
- * process groups a shell leaves (ProcessGroup, ProcessRegistry).
+ * (FairLock, WorkspaceLocks) and the built-in tools (Read, Write, Edit, Bash, Grep, Glob, LS); the
+ * process groups a shell leaves are recorded by the shared ../ProcessRegistry.
  */
 
 export interface ToolExecutorOptions {

@@ -2,6 +2,7 @@ import { Effect, Either, JSONSchema, ParseResult, Schema } from "effect"
 import type { ToolDefinition } from "../../domain/Conversation.js"
 import type { ToolError } from "../../domain/Errors.js"
 import type { ToolCallId } from "../../domain/Ids.js"
+import type { ProcessTracker } from "../ProcessRegistry.js"
 import type { FileState } from "./FileState.js"
 
 export interface ToolLimits {
@@ -22,17 +23,6 @@ export const defaultToolLimits: ToolLimits = {
   killGraceMs: 2_000,
   readDefaultLines: 2_000
 }
-
-/** Lets the shells a crashed process left running be found and killed later (see ProcessRegistry). */
-export interface ProcessTracker {
-  /** Environment added to every spawned process so a reaper can recognise it as ours. */
-  readonly env: Readonly<Record<string, string>>
-  /** Records a live process group; `unregister` runs once the group is gone. */
-  readonly register: (pgid: number) => Effect.Effect<void>
-  readonly unregister: (pgid: number) => Effect.Effect<void>
-}
-
-export const noProcessTracking: ProcessTracker = { env: {}, register: () => Effect.void, unregister: () => Effect.void }
 
 /** What a running tool may use; paths always go through `resolvePath` (workspace confinement). */
 export interface ToolContext {

@@ -1,6 +1,7 @@
 import { Effect, Either, JSONSchema, ParseResult, Schema } from "effect"
 import type { ToolDefinition } from "../../domain/Conversation.js"
 import type { ToolError } from "../../domain/Errors.js"
+import { DEFAULT_MCP_TOOL_TIMEOUT_MS } from "../../domain/Settings.js"
 import type { ToolCallId } from "../../domain/Ids.js"
 import type { ProcessTracker } from "../ProcessRegistry.js"
 import type { FileState } from "./FileState.js"
@@ -14,6 +15,8 @@ export interface ToolLimits {
   readonly killGraceMs: number
   /** Lines Read returns when the call gives no `limit`. */
   readonly readDefaultLines: number
+  /** How long one MCP tool call may take before it is cancelled. */
+  readonly mcpTimeoutMs: number
 }
 
 export const defaultToolLimits: ToolLimits = {
@@ -21,7 +24,8 @@ export const defaultToolLimits: ToolLimits = {
   bashDefaultTimeoutMs: 120_000,
   bashMaxTimeoutMs: 600_000,
   killGraceMs: 2_000,
-  readDefaultLines: 2_000
+  readDefaultLines: 2_000,
+  mcpTimeoutMs: DEFAULT_MCP_TOOL_TIMEOUT_MS
 }
 
 /** What a running tool may use; paths always go through `resolvePath` (workspace confinement). */
@@ -58,10 +62,12 @@ export interface PreparedCall {
 export interface Tool {
   readonly name: string
   readonly description: string
-  /** JSON Schema of the arguments, made from the effect Schema. */
+  /** JSON Schema of the arguments (made from the effect Schema; an MCP server's own). */
   readonly parameters: Readonly<Record<string, unknown>>
   /** How to read what truncation cut, told to the model after the cut. */
   readonly truncationHint: string
+  /** Takes the shared lock whatever its name: an MCP server the user's settings mark read-only. */
+  readonly readOnly?: boolean
   /** Decodes the decoded-JSON arguments; `Left` is a message for the model. */
   readonly prepare: (input: unknown) => Either.Either<PreparedCall, string>
 }

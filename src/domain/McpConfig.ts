@@ -1,5 +1,5 @@
-import { Either, Schema } from "effect"
-import { sanitizeName, serverNameProblem } from "./McpNames.js"
+import { Either, ParseResult, Schema } from "effect"
+import { sanitizeName } from "./McpNames.js"
 import * as Path from "./PosixPath.js"
 
 /**
@@ -30,19 +30,25 @@ export const McpRemoteEntry = Schema.Struct({
   readOnly: Schema.optionalWith(Schema.Boolean, { exact: true })
 }).annotations(strict)
 
-export const McpServerEntry = Schema.Union(McpStdioEntry, McpRemoteEntry)
+const remoteType = (u: unknown): boolean =>
+  typeof u === "object" && u !== null && "type" in u && (u.type === "http" || u.type === "sse")
+
+/**
+ * `type` picks the shape before anything is checked, so a mistake is reported against the shape
+ * the user meant (a stdio entry's own fields), not as the failures of both alternatives.
+ */
+export const McpServerEntry = Schema.transformOrFail(Schema.Unknown, Schema.typeSchema(Schema.Union(McpStdioEntry, McpRemoteEntry)), {
+  strict: true,
+  decode: (input, options) =>
+    remoteType(input) ? ParseResult.decodeUnknown(McpRemoteEntry)(input, options) : ParseResult.decodeUnknown(McpStdioEntry)(input, options),
+  encode: ParseResult.succeed
+})
 export type McpServerEntry = typeof McpServerEntry.Type
 
-const isRemote = (entry: McpServerEntry): entry is typeof McpRemoteEntry.Type => entry.type === "http" || entry.type === "sse"
+const isRemote = (entry: McpServerEntry): entry is typeof McpRemoteEntry.Type => remoteType(entry)
 
-const ServerKey = Schema.String.pipe(
-  Schema.filter((key) => {
-    const problem = serverNameProblem(sanitizeName(key))
-    return problem === undefined ? true : `${problem}, got ${JSON.stringify(key)}`
-  })
-)
-
-export const McpServers = Schema.Record({ key: ServerKey, value: McpServerEntry })
+/** Names are checked where the files are merged (`serverNameProblem`), so the message can say what is wrong with one. */
+export const McpServers = Schema.Record({ key: Schema.String, value: McpServerEntry })
 
 /** `<workspace>/.mcp.json` */
 export const McpFile = Schema.Struct({
@@ -104,6 +110,14 @@ export const expandVariables = (text: string, lookup: EnvLookup): Either.Either<
     return ""
   })
   return missing === undefined ? Either.right({ text: expanded, values }) : Either.left(missing)
+}
+
+/** Every variable an entry names, so the caller reads exactly those from the environment. */
+export const variablesIn = (entry: McpServerEntry): ReadonlyArray<string> => {
+  const texts = isRemote(entry)
+    ? [entry.url, ...Object.values(entry.headers ?? {})]
+    : [entry.command, ...(entry.args ?? []), ...Object.values(entry.env ?? {}), entry.cwd ?? ""]
+  return [...new Set(texts.flatMap((text) => [...text.matchAll(VARIABLE)].map((m) => m[1]!)))]
 }
 
 const resolveDir = (workspace: string, dir: string): string => (dir === "" ? workspace : Path.resolve(workspace, dir))

@@ -46,7 +46,6 @@ describe("MCP server configuration", () => {
     assert.isTrue(Either.isRight(decode({ mcpServers: { a: { command: "x" }, b: { type: "sse", url: "http://h/sse" } } })))
     assert.isTrue(Either.isLeft(decode({ mcpServers: { a: { command: "x", autoApprove: [] } } })))
     assert.isTrue(Either.isLeft(decode({ mcpServers: { a: { type: "http" } } })))
-    assert.isTrue(Either.isLeft(decode({ mcpServers: { "a__b": { command: "x" } } })))
     assert.isTrue(Either.isLeft(decode({ servers: {} })))
   })
 })

@@ -74,7 +74,7 @@ const make = (options: McpClientsOptions) =>
         if (entry === undefined || closing) return
         live.delete(name)
         const why = scrub(entry.connection.ended() ?? "closed the connection", entry.config.secrets)
-        yield* Effect.logWarning(`MCP server "${name}" ${why}`)
+        yield* Effect.logDebug(`MCP server "${name}" ${why}`)
         yield* update(name, (s) => ({ ...s, status: "exited", error: why, tools: [] }))
         yield* Scope.close(entry.scope, Exit.void)
       })

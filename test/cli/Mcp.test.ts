@@ -6,6 +6,8 @@ import { cliDirs, jsonEvents, processGone, runCli, startCli } from "../support/c
 import { awaitLine, FIXTURE, logLines } from "../support/mcp/fixture.js"
 import * as MockModelServer from "../support/MockModelServer.js"
 import { Reply } from "../support/MockModelServer.js"
+import { awaitFileText } from "../support/Processes.js"
+import { runInPty } from "../support/ptyProcess.js"
 import { assertOrdering, byType } from "../support/sessionHarness.js"
 
 /** MCP tools end to end: the built CLI, the loopback mock model, the fixture server over stdio from `.mcp.json`. */
@@ -123,6 +125,32 @@ describe("MCP tools through baton run (built CLI, loopback model, fixture server
       assert.deepStrictEqual(notices, ["baton: MCP server \"fixture\" exited with code 3: fixture: crashing on purpose; its tools are gone for the rest of this session"])
     }))
 
+  it.scopedLive("mcpToolTimeoutMs: a call past it is cancelled at the server and the model gets an error result", () =>
+    Effect.gen(function*() {
+      const { dirs, env, log, server, ws } = yield* setup({ allow: ["mcp__fixture"] }, call("mcp__fixture__sleep"), Reply.text("Too slow."))
+      write(Path.join(dirs.workspace, ".baton", "settings.json"), { permissions: { allow: ["mcp__fixture"] }, mcpToolTimeoutMs: 300 })
+      const result = yield* runCli(["run", "--json", ...ws, "sleep"], { env })
+      assert.strictEqual(result.code, 0, result.stderr)
+      const timedOut = "mcp__fixture__sleep timed out after 300 ms (mcpToolTimeoutMs); the call was cancelled"
+      assert.deepStrictEqual(byType(jsonEvents(result.stdout), "tool_return").map((r) => [r.status, r.content]), [["error", timedOut]])
+      assert.deepStrictEqual(sent((yield* server.requests)[1]!.body).results, [["call_1", timedOut]])
+      assert.isTrue(logLines(log).some((l) => l.startsWith("cancelled sleep")), logLines(log).join("\n"))
+    }))
+
+  it.scopedLive("Ctrl-C while a server is still starting: Baton exits 130 and the server is gone", () =>
+    Effect.gen(function*() {
+      const { dirs, env, server, ws } = yield* setup({})
+      const pidFile = Path.join(dirs.root, "slow.pid")
+      write(Path.join(dirs.workspace, ".mcp.json"), { mcpServers: { slow: { command: "sh", args: ["-c", `echo $$ > ${pidFile}; exec sleep 60`] } } })
+      const cli = yield* startCli(["run", "--json", ...ws, "hello"], { env })
+      const pid = Number(yield* awaitFileText(pidFile))
+      yield* cli.signal("SIGINT")
+      const result = yield* cli.result
+      assert.strictEqual(result.code, 130, result.stderr)
+      assert.isTrue(processGone(pid), "the starting server was killed")
+      assert.strictEqual((yield* server.requests).length, 0)
+    }))
+
   it.scopedLive("a server left running by a SIGKILLed Baton is killed at the next start", () =>
     Effect.gen(function*() {
       const { dirs, env, log, ws } = yield* setup({ allow: ["mcp__fixture"] }, call("mcp__fixture__sleep"), Reply.text("Hello."))
@@ -137,6 +165,24 @@ describe("MCP tools through baton run (built CLI, loopback model, fixture server
       assert.strictEqual(next.code, 0, next.stderr)
       assert.isTrue(processGone(pid), "the next start reaped it")
       assert.include(next.stderr, "killed 1 MCP server process group(s) left by a crashed run")
+    }))
+})
+
+describe("approving an MCP call on a terminal (built CLI in a pseudo-terminal)", () => {
+  it.scopedLive("the question shows the server's own hint, marked as unchecked; y runs the call", () =>
+    Effect.gen(function*() {
+      const { env, server, ws } = yield* setup({}, call("mcp__fixture__echo", { text: "hi" }), Reply.text("Done."))
+      const result = yield* runInPty(["run", "--approve", "ask", ...ws, "echo hi"], [
+        { expect: "MCP server \"fixture\" says this tool is read-only \\(its hint, not checked by Baton\\)" },
+        { expect: "Allow mcp__fixture__echo" },
+        { expect: "answer \\(y/a/n\\) ›" },
+        { send: "y\r" },
+        { expect: "Done\\." },
+        { wait_exit: true }
+      ], env)
+      assert.isTrue(result.ok, `${result.reason}\n${result.transcript}`)
+      assert.strictEqual(result.exit_code, 0, result.transcript)
+      assert.deepStrictEqual(sent((yield* server.requests)[1]!.body).results, [["call_1", "echo: hi"]])
     }))
 })
 

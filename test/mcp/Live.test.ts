@@ -6,7 +6,7 @@ import type { McpServerConfig } from "../../src/domain/McpConfig.js"
 import { McpClients } from "../../src/services/McpClients.js"
 import { layer } from "../../src/services/mcp/Live.js"
 import { processGone } from "../support/cliProcess.js"
-import { awaitLine, config, EVERYTHING, fixtureEntry, httpFixture } from "../support/mcp/fixture.js"
+import { awaitLine, config, EVERYTHING, fixtureEntry, httpFixture, logLines } from "../support/mcp/fixture.js"
 import { tempDir } from "../support/tempDir.js"
 
 /** The live McpClients against real servers: the fixture over stdio, streamable HTTP and SSE, and server-everything. */
@@ -72,6 +72,17 @@ describe("McpClients over stdio (the fixture)", () => {
       yield* Fiber.interrupt(call)
       yield* awaitLine(log, new RegExp(`^cancelled sleep ${id}\\b`))
       assert.deepStrictEqual(yield* mcp.call("fixture", "echo", { text: "still here" }), { content: [{ type: "text", text: "echo: still here" }], isError: false })
+      yield* close
+    }))
+
+  it.scopedLive("tools/list is followed through nextCursor to the last page", () =>
+    Effect.gen(function*() {
+      const { dir, log } = yield* setup
+      const paged = config("paged", fixtureEntry(log, { env: { FIXTURE_LOG: log, FIXTURE_PAGE_SIZE: "4" } }), dir)
+      const { close, mcp } = yield* started([paged])
+      const [server] = yield* mcp.servers
+      assert.strictEqual(server?.tools.length, 11)
+      assert.deepStrictEqual(logLines(log).filter((l) => l.startsWith("list page")), ["list page 0", "list page 4", "list page 8"])
       yield* close
     }))
 

@@ -6,7 +6,7 @@ import { makeTest, type ScriptedTool } from "../../src/services/mcp/Test.js"
 import { awaitResult } from "../../src/services/ToolExecutor.js"
 import { makeToolExecutor } from "../../src/services/tools/Executor.js"
 import { toolCall } from "../support/Calls.js"
-import { fakeTools, makeProbe, type Probe, settle } from "../support/FakeTools.js"
+import { fakeTools, makeProbe, type Probe, probedCall, settle } from "../support/FakeTools.js"
 import { tempDir } from "../support/tempDir.js"
 import { executeBatch } from "../support/Workspace.js"
 
@@ -27,16 +27,7 @@ const answer = (result: Partial<McpCallResult>): ScriptedTool["run"] => () => Ef
 /** A tool that behaves like the probe's fake built-ins: it starts, then waits for the test to release its `id`. */
 const probed = (probe: Probe, name: string): ScriptedTool =>
   scripted(name, (args) =>
-    Effect.gen(function*() {
-      const id = String(args["id"])
-      probe.overlaps.set(id, [...probe.running])
-      probe.running.add(id)
-      probe.log.push(`start ${id}`)
-      yield* Deferred.succeed(probe.started(id), undefined)
-      yield* Deferred.await(probe.gate(id)).pipe(Effect.ensuring(Effect.sync(() => probe.running.delete(id))))
-      probe.log.push(`end ${id}`)
-      return { content: [{ type: "text", text: `output of ${id}` }], isError: false }
-    }))
+    Effect.map(probedCall(probe, String(args["id"])), (text): McpCallResult => ({ content: [{ type: "text", text }], isError: false })))
 
 type Servers = Parameters<typeof makeTest>[0]
 

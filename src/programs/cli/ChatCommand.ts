@@ -14,7 +14,7 @@ import { allowAll, NOT_A_TTY_NOTE } from "./approvers/Terminal.js"
 import { makeChatApproval } from "./approvers/Chat.js"
 import { selectConversation } from "./SelectConversation.js"
 import type { Io } from "./Io.js"
-import { offeredCount, reportMcp } from "./McpReport.js"
+import { offeredCount, reportMcp, toolNote } from "./McpReport.js"
 import { type InputEvent, startLineEditor } from "./view/LineEditor.js"
 import { makeLiveView } from "./view/LiveView.js"
 import { makeScreen } from "./view/Screen.js"
@@ -63,7 +63,15 @@ export const chat: (io: Io, env: AppEnv, model: string) => Effect.Effect<
   )
   const prompt = style.bold(style.cyan("› "))
   const steerPrompt = style.dim("steer › ")
-  const approval = yield* makeChatApproval({ view, editor, style, workspace: env.workspace, prompt: steerPrompt })
+  const mcp = yield* McpClients
+  const approval = yield* makeChatApproval({
+    view,
+    editor,
+    style,
+    workspace: env.workspace,
+    prompt: steerPrompt,
+    toolNote: (name) => Effect.map(mcp.servers, (servers) => toolNote(servers, name))
+  })
   const approver: Approver | undefined = mode === "allow" ? allowAll : mode === "ask" && interactive ? approval.approver : undefined
 
   const selected = yield* selectConversation(env)
@@ -73,7 +81,6 @@ export const chat: (io: Io, env: AppEnv, model: string) => Effect.Effect<
     ...(approver !== undefined ? { approver } : {}),
     settings: conversationSettings(env)
   })
-  const mcp = yield* McpClients
   const servers = yield* mcp.servers
   const mcpTools = servers.length > 0 ? ` · ${offeredCount(servers)} MCP tool${offeredCount(servers) === 1 ? "" : "s"}` : ""
   yield* view.print([

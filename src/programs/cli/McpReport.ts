@@ -46,6 +46,17 @@ const hintWords = (a: McpToolAnnotations): ReadonlyArray<string> => [
   ...(a.openWorldHint === true ? ["open-world"] : [])
 ]
 
+/** What an approval question adds for an MCP tool whose server gave hints: shown, and said to be unchecked. */
+export const toolNote = (servers: ReadonlyArray<McpServerState>, name: string): string | undefined => {
+  for (const s of servers) {
+    const found = s.status === "ready" ? nameTools(s.name, s.tools).offered.find((t) => t.name === name) : undefined
+    if (found === undefined) continue
+    const hints = hintWords(found.tool.annotations)
+    return hints.length > 0 ? `MCP server "${s.name}" says this tool is ${hints.join(", ")} (its hint, not checked by Baton)` : undefined
+  }
+  return undefined
+}
+
 /** One JSON object per server, as `baton mcp list --json` prints them. */
 export const serverJson = (s: McpServerState) => {
   const named = nameTools(s.name, s.tools)

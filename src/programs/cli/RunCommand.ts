@@ -12,7 +12,7 @@ import { commandApprover } from "./approvers/Terminal.js"
 import { type AppEnv, conversationSettings, maxTurns } from "./Env.js"
 import { CommandExit, ExitCode, exitCodeFor, type Outcome, stepOutcome } from "./ExitCode.js"
 import type { Io } from "./Io.js"
-import { reportMcp } from "./McpReport.js"
+import { reportMcp, toolNote } from "./McpReport.js"
 import { selectConversation } from "./SelectConversation.js"
 import type { ViewOptions } from "./view/EventView.js"
 import { colorFor, makeStyle } from "./view/Style.js"
@@ -44,11 +44,12 @@ export const runTask: (io: Io, request: TaskRequest) => Effect.Effect<
     ...request.view
   })
   const notes = (text: string) => (request.json ? undefined : io.err(`${style.dim(text)}\n`))
+  const mcp = yield* McpClients
   // Even with --json (stderr is not the event stream): a missing server explains a missing tool.
-  yield* reportMcp(yield* McpClients, (text) => Effect.sync(() => io.err(`${style.yellow(`baton: ${text}`)}\n`)))
+  yield* reportMcp(mcp, (text) => Effect.sync(() => io.err(`${style.yellow(`baton: ${text}`)}\n`)))
   const selected = yield* selectConversation(env)
   if (selected.note !== undefined) notes(selected.note)
-  const approval = commandApprover(env.args.approve, io, env.workspace, style)
+  const approval = commandApprover(env.args.approve, io, env.workspace, style, (name) => Effect.map(mcp.servers, (servers) => toolNote(servers, name)))
   if (approval.note !== undefined && !request.json) io.err(`${style.yellow(approval.note)}\n`)
   const session = yield* open({
     ...(selected.id !== undefined ? { conversationId: selected.id } : {}),

@@ -75,24 +75,25 @@ export const connect = (launch: McpLaunch, options: ConnectOptions): Effect.Effe
       if (!closing) options.onClose()
     }
     const ended = () => stdio?.exit() ?? (closed ? "closed the connection" : undefined)
-    yield* Effect.acquireRelease(
-      Effect.tryPromise({
-        try: (signal) => client.connect(transport, { signal, timeout: options.requestTimeoutMs }),
-        catch: (cause) => {
-          const why = stdio?.exit()
-          const said = stdio?.stderrTail() ?? ""
-          return new McpStartError({
-            message: why ?? `failed to start: ${messageOf(cause)}${said !== "" ? `; it wrote: ${said}` : ""}`
-          })
-        }
-      }),
-      () =>
-        Effect.gen(function*() {
-          closing = true
-          yield* terminate(transport)
-          yield* Effect.tryPromise(() => client.close()).pipe(Effect.ignore)
-        })
+    // Registered before the handshake, which stays interruptible (an acquire would not be): Ctrl-C
+    // or the start-up timeout must be able to stop a server that never answers.
+    yield* Effect.addFinalizer(() =>
+      Effect.gen(function*() {
+        closing = true
+        yield* terminate(transport)
+        yield* Effect.tryPromise(() => client.close()).pipe(Effect.ignore)
+      })
     )
+    yield* Effect.tryPromise({
+      try: (signal) => client.connect(transport, { signal, timeout: options.requestTimeoutMs }),
+      catch: (cause) => {
+        const why = stdio?.exit()
+        const said = stdio?.stderrTail() ?? ""
+        return new McpStartError({
+          message: why ?? `failed to start: ${messageOf(cause)}${said !== "" ? `; it wrote: ${said}` : ""}`
+        })
+      }
+    })
     if (client.getServerCapabilities()?.tools?.listChanged === true) {
       client.setNotificationHandler(ToolListChangedNotificationSchema, () => options.onToolsChanged())
     }

@@ -1,4 +1,4 @@
-import { Duration, Effect, Either, ExecutionStrategy, Exit, FiberSet, Layer, Scope, SubscriptionRef } from "effect"
+import { Duration, Effect, Either, Exit, FiberSet, Layer, Scope, SubscriptionRef } from "effect"
 import { McpCallError } from "../../domain/Errors.js"
 import { type McpLaunch, type McpServerConfig, scrub } from "../../domain/McpConfig.js"
 import { DEFAULT_MCP_STARTUP_TIMEOUT_MS } from "../../domain/Settings.js"
@@ -57,12 +57,17 @@ const make = (options: McpClientsOptions) =>
     const grace = Duration.millis(options.killGraceMs ?? 2_000)
     const startupMs = options.startupTimeoutMs ?? DEFAULT_MCP_STARTUP_TIMEOUT_MS
     const tracker = options.processRegistryDir === undefined ? noProcessTracking : yield* openRegistry(options.processRegistryDir, grace)
-    const layerScope = yield* Effect.scope
     const fibers = yield* FiberSet.make()
     const runFork = yield* FiberSet.runtime(fibers)()
     const state = yield* SubscriptionRef.make<ReadonlyArray<McpServerState>>(options.servers.map(initial))
     const live = new Map<string, Live>()
     let closing = false
+    // Each server lives in its own scope; they all stop at once (each may take its grace period).
+    // Closing one that is already closed (a server that died or failed to start) does nothing.
+    const scopes = new Set<Scope.CloseableScope>()
+    yield* Effect.addFinalizer(() => Effect.forEach(scopes, (s) => Scope.close(s, Exit.void), { concurrency: "unbounded", discard: true }))
+    // Runs first: from here on a server's connection closing is Baton's doing, not the server dying.
+    yield* Effect.addFinalizer(() => Effect.sync(() => void (closing = true)))
 
     const update = (name: string, f: (s: McpServerState) => McpServerState) =>
       SubscriptionRef.update(state, (all) => all.map((s) => (s.name === name ? f(s) : s)))
@@ -91,7 +96,8 @@ const make = (options: McpClientsOptions) =>
 
     const launch = (config: McpServerConfig, how: McpLaunch) =>
       Effect.gen(function*() {
-        const scope = yield* Scope.fork(layerScope, ExecutionStrategy.sequential)
+        const scope = yield* Scope.make()
+        scopes.add(scope)
         const started = yield* Effect.gen(function*() {
           const connection = yield* connect(how, {
             clientInfo: options.clientInfo ?? { name: "baton", version: "0" },
@@ -135,8 +141,6 @@ const make = (options: McpClientsOptions) =>
       })
 
     yield* Effect.forEach(options.servers, start, { concurrency: "unbounded", discard: true })
-    // Runs before the servers' scopes close: their closing is Baton's doing, not a server dying.
-    yield* Effect.addFinalizer(() => Effect.sync(() => void (closing = true)))
 
     const notRunning = (server: string, tool: string) =>
       Effect.flatMap(SubscriptionRef.get(state), (all) => {

@@ -57,8 +57,17 @@ const spawnGated = (launch: StdioLaunch, tracker: ProcessTracker) =>
       // The SDK's safe subset (HOME, PATH, …), not Baton's environment: API keys stay here.
       env: { ...getDefaultEnvironment(), ...launch.env, ...tracker.env }
     })
-    child.once("spawn", () => resume(Effect.succeed(child)))
-    child.once("error", (cause) => resume(Effect.fail(new StdioStartError({ message: `could not start ${launch.command}: ${cause.message}` }))))
+    let settled = false
+    child.once("spawn", () => {
+      settled = true
+      resume(Effect.succeed(child))
+    })
+    // Kept for the child's whole life: an 'error' event without a listener would crash Baton.
+    child.on("error", (cause) => {
+      if (settled) return
+      settled = true
+      resume(Effect.fail(new StdioStartError({ message: `could not start ${launch.command}: ${cause.message}` })))
+    })
   })
 
 const awaitExit = (child: ChildProcess) =>
@@ -69,20 +78,30 @@ const awaitExit = (child: ChildProcess) =>
     return Effect.sync(() => child.off("exit", done))
   })
 
+const asError = (cause: unknown): Error => (cause instanceof Error ? cause : new Error(String(cause)))
+
 /** The SDK's Transport over a running child's stdio: messages are newline-delimited JSON. */
 const childTransport = (child: ChildProcess): Transport => {
   const buffer = new ReadBuffer()
   let closed = false
   const transport: Transport = {
     start: () => {
+      // Nothing may throw out of a stream listener (it would crash Baton): a line that is not
+      // JSON-RPC is reported and skipped; a message past the buffer limit ends the connection.
       child.stdout?.on("data", (chunk: Buffer) => {
-        buffer.append(chunk)
+        try {
+          buffer.append(chunk)
+        } catch (cause) {
+          transport.onerror?.(asError(cause))
+          void transport.close()
+          return
+        }
         for (;;) {
           let message: JSONRPCMessage | null
           try {
             message = buffer.readMessage()
           } catch (cause) {
-            transport.onerror?.(cause instanceof Error ? cause : new Error(String(cause)))
+            transport.onerror?.(asError(cause))
             continue
           }
           if (message === null) break
@@ -138,6 +157,7 @@ export const startStdioServer = (launch: StdioLaunch, tracker: ProcessTracker, g
     })
     // The group is recorded: let the server's command run.
     const gate = child.stdio[3] as NodeJS.WritableStream | null
+    gate?.on("error", () => undefined)
     gate?.end(Os.EOL)
     return {
       transport: childTransport(child),

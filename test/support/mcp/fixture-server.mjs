@@ -101,6 +101,19 @@ const makeServer = (request) => {
   })
   server.registerTool("whoami", { description: "The Authorization header of this HTTP request" }, () =>
     text(`authorization: ${request?.()?.headers.authorization ?? "(none)"}`))
+  // $FIXTURE_PAGE_SIZE: tools/list answers in pages of that many, with nextCursor (McpServer never pages).
+  const pageSize = Number(process.env.FIXTURE_PAGE_SIZE ?? 0)
+  if (pageSize > 0) {
+    const handlers = server.server._requestHandlers
+    const all = handlers.get("tools/list")
+    handlers.set("tools/list", async (req, extra) => {
+      const { tools } = await all(req, extra)
+      const from = Number(req.params?.cursor ?? 0)
+      log(`list page ${from}`)
+      const next = from + pageSize
+      return { tools: tools.slice(from, next), ...(next < tools.length ? { nextCursor: String(next) } : {}) }
+    })
+  }
   return server
 }
 

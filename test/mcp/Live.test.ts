@@ -133,6 +133,18 @@ describe("McpClients over stdio (the fixture)", () => {
       assert.strictEqual(refused.message, "MCP server \"hung\" is not running: it did not start within 1500 ms (mcpStartupTimeoutMs)")
       yield* close
     }))
+
+  it.scopedLive("a value expanded from the environment never shows in what is said about its server", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      const leaky = config("leaky", { command: "sh", args: ["-c", "echo \"my token is $TOKEN\" >&2; exit 1"], env: { TOKEN: "${LEAKY_TOKEN}" } }, dir, {
+        LEAKY_TOKEN: "tok-very-secret"
+      })
+      const { close, mcp } = yield* started([leaky])
+      const [state] = yield* mcp.servers
+      assert.strictEqual(state?.error, "exited with code 1: my token is ***")
+      yield* close
+    }))
 })
 
 describe("McpClients against a published server and over HTTP", () => {

@@ -61,12 +61,18 @@ const terminate = (transport: Transport) =>
     ? Effect.tryPromise(() => transport.terminateSession()).pipe(Effect.timeout("2 seconds"), Effect.ignore)
     : Effect.void
 
+/** The transport to the server; for stdio, the process behind it too. */
+const open = (launch: McpLaunch, options: ConnectOptions): Effect.Effect<{ readonly transport: Transport; readonly stdio?: StdioServer }, McpStartError, Scope.Scope> =>
+  launch._tag === "Stdio"
+    ? startStdioServer(launch, options.tracker, options.killGrace).pipe(
+      Effect.map((stdio) => ({ transport: stdio.transport, stdio })),
+      Effect.mapError((e) => new McpStartError({ message: e.message }))
+    )
+    : Effect.map(httpTransport(launch), (transport) => ({ transport }))
+
 export const connect = (launch: McpLaunch, options: ConnectOptions): Effect.Effect<Connection, McpStartError, Scope.Scope> =>
   Effect.gen(function*() {
-    const stdio: StdioServer | undefined = launch._tag === "Stdio"
-      ? yield* Effect.mapError(startStdioServer(launch, options.tracker, options.killGrace), (e) => new McpStartError({ message: e.message }))
-      : undefined
-    const transport = stdio?.transport ?? (launch._tag !== "Stdio" ? yield* httpTransport(launch) : undefined)!
+    const { stdio, transport } = yield* open(launch, options)
     const client = new Client(options.clientInfo, { capabilities: {} })
     let closing = false
     let closed = false

@@ -49,8 +49,8 @@ export const makeTest = (servers: ReadonlyArray<ScriptedServer>) =>
     const service = McpClients.of({
       servers: SubscriptionRef.get(state),
       changes: state.changes,
-      call: (server, tool, args) =>
-        Effect.suspend(() => {
+      call: Effect.fn("McpClientsTest.call")(function*(server: string, tool: string, args: Readonly<Record<string, unknown>>) {
+        return yield* Effect.suspend(() => {
           const s = scripted.get(server)
           if (s === undefined || (s.status ?? "ready") !== "ready") {
             return Effect.fail(new McpCallError({ server, tool, message: `MCP server "${server}" is not running` }))
@@ -58,8 +58,9 @@ export const makeTest = (servers: ReadonlyArray<ScriptedServer>) =>
           const found = s.tools.find((t) => t.name === tool)
           return found !== undefined
             ? found.run(args)
-            : Effect.succeed({ content: [{ type: "text", text: `MCP error -32602: Tool ${tool} not found` }], isError: true })
+            : Effect.succeed<McpCallResult>({ content: [{ type: "text", text: `MCP error -32602: Tool ${tool} not found` }], isError: true })
         })
+      })
     })
     return {
       service,

@@ -25,8 +25,9 @@ import { unsafeMakeWorkspaceLocks } from "./WorkspaceLocks.js"
 /**
  * services/tools/ is the ToolExecutor of one workspace: this module (plan a call, take its locks,
  * run it), the workspace and its path rules (Workspace), the fair readers/writer and per-file locks
- * (FairLock, WorkspaceLocks) and the built-in tools (Read, Write, Edit, Bash, Grep, Glob, LS); the
- * process groups a shell leaves are recorded by the shared ../ProcessRegistry.
+ * (FairLock, WorkspaceLocks), the built-in tools (Read, Write, Edit, Bash, Grep, Glob, LS) and the
+ * tools of the workspace's MCP servers, reached through the McpClients port (McpTools); the process
+ * groups a shell leaves are recorded by the shared ../ProcessRegistry.
  */
 
 export interface ToolExecutorOptions {

@@ -118,20 +118,22 @@ describe("McpClients over stdio (the fixture)", () => {
       const { close, mcp } = yield* started([
         config("missing", { command: "no-such-mcp-server-command" }, dir),
         config("unset", { command: "x", env: { TOKEN: "${NOT_SET_ANYWHERE}" } }, dir),
-        config("hung", { command: "sh", args: ["-c", `echo $$ > ${pidFile}; exec sleep 60`] }, dir),
         config("elsewhere", { command: "node", cwd: "no/such/dir" }, dir),
         fixture
-      ], { startupTimeoutMs: 1_500 })
+      ])
       const states = yield* mcp.servers
-      assert.deepStrictEqual(states.map((s) => [s.name, s.status]), [["missing", "failed"], ["unset", "failed"], ["hung", "failed"], ["elsewhere", "failed"], ["fixture", "ready"]])
+      assert.deepStrictEqual(states.map((s) => [s.name, s.status]), [["missing", "failed"], ["unset", "failed"], ["elsewhere", "failed"], ["fixture", "ready"]])
       assert.match(states[0]!.error!, /could not run its command \(exit code 127\): .*no-such-mcp-server-command.*not found/)
       assert.strictEqual(states[1]!.error, "needs the environment variable NOT_SET_ANYWHERE, which is not set (write ${NOT_SET_ANYWHERE:-default} for a default)")
-      assert.strictEqual(states[2]!.error, "did not start within 1500 ms (mcpStartupTimeoutMs)")
-      assert.isTrue(processGone(Number(Fs.readFileSync(pidFile, "utf8"))), "the hung server was killed")
-      assert.match(states[3]!.error!, /working directory .*no\/such\/dir does not exist/)
-      const refused = yield* Effect.flip(mcp.call("hung", "x", {}))
-      assert.strictEqual(refused.message, "MCP server \"hung\" is not running: it did not start within 1500 ms (mcpStartupTimeoutMs)")
+      assert.match(states[2]!.error!, /working directory .*no\/such\/dir does not exist/)
       yield* close
+      // Alone, so the time limit is that server's only: the others' start-up takes what it takes.
+      const hung = yield* started([config("hung", { command: "sh", args: ["-c", `echo $$ > ${pidFile}; exec sleep 60`] }, dir)], { startupTimeoutMs: 500 })
+      assert.strictEqual((yield* hung.mcp.servers)[0]!.error, "did not start within 500 ms (mcpStartupTimeoutMs)")
+      assert.isTrue(processGone(Number(Fs.readFileSync(pidFile, "utf8"))), "the hung server was killed")
+      const refused = yield* Effect.flip(hung.mcp.call("hung", "x", {}))
+      assert.strictEqual(refused.message, "MCP server \"hung\" is not running: it did not start within 500 ms (mcpStartupTimeoutMs)")
+      yield* hung.close
     }))
 
   it.scopedLive("a value expanded from the environment never shows in what is said about its server", () =>

@@ -1,6 +1,6 @@
 import { Deferred, Effect, Either, Exit, Fiber, FiberHandle, FiberSet, Mailbox, Option, Ref, Stream } from "effect"
 import * as Path from "node:path"
-import type { Conversation, ConversationSettingsInput, ToolDefinition } from "../../domain/Conversation.js"
+import type { Conversation, ConversationSettings, ConversationSettingsInput, ToolDefinition } from "../../domain/Conversation.js"
 import type { BackendError } from "../../domain/Errors.js"
 import { InvalidInput } from "../../domain/Errors.js"
 import type { TaskEvent } from "../../domain/Events.js"
@@ -77,8 +77,11 @@ const newOtid = Effect.sync(() => Otid.make(crypto.randomUUID()))
  * executor hands back the same array), so it runs before every run.
  */
 const toolSync = (backend: Backend["Type"], executor: ToolExecutor["Type"], conversation: Conversation) =>
-  Effect.map(Ref.make({ offered: undefined as ReadonlyArray<ToolDefinition> | undefined, settings: conversation.settings }), (synced) =>
-    Effect.gen(function*() {
+  Effect.gen(function*() {
+    const synced = yield* Ref.make<{ readonly offered?: ReadonlyArray<ToolDefinition>; readonly settings: ConversationSettings }>({
+      settings: conversation.settings
+    })
+    return Effect.gen(function*() {
       const offered = yield* executor.definitions
       const last = yield* Ref.get(synced)
       if (offered === last.offered) return
@@ -86,7 +89,8 @@ const toolSync = (backend: Backend["Type"], executor: ToolExecutor["Type"], conv
         ? last.settings
         : (yield* backend.updateConversation(conversation.id, { settings: { ...last.settings, tools: offered } })).settings
       yield* Ref.set(synced, { offered, settings })
-    }))
+    })
+  })
 
 /** The task's backend: every run it starts is sent with the tools as they are at that moment. */
 const sendingCurrentTools = (backend: Backend["Type"], syncTools: Effect.Effect<void, BackendError>): Backend["Type"] => ({

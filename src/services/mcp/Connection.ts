@@ -29,7 +29,7 @@ export interface ConnectOptions {
   readonly clientInfo: { readonly name: string; readonly version: string }
   readonly tracker: ProcessTracker
   readonly killGrace: Duration.DurationInput
-  /** Bounds each request of the start-up (initialize, each tools/list page). */
+  /** Bounds each tools/list page (a refresh after listChanged runs on its own, with nobody waiting). */
   readonly requestTimeoutMs: number
   /** The connection closed without Baton closing it. */
   readonly onClose: () => void
@@ -91,7 +91,8 @@ export const connect = (launch: McpLaunch, options: ConnectOptions): Effect.Effe
       })
     )
     yield* Effect.tryPromise({
-      try: (signal) => client.connect(transport, { signal, timeout: options.requestTimeoutMs }),
+      // The caller bounds the whole start-up (and interrupts this); no second clock here.
+      try: (signal) => client.connect(transport, { signal, timeout: NO_TIMEOUT }),
       catch: (cause) => {
         const why = stdio?.exit()
         const said = stdio?.stderrTail() ?? ""

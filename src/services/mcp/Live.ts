@@ -72,7 +72,11 @@ const make = (options: McpClientsOptions) =>
     const update = (name: string, f: (s: McpServerState) => McpServerState) =>
       SubscriptionRef.update(state, (all) => all.map((s) => (s.name === name ? f(s) : s)))
 
-    // The connection closed on its own: the server died (its group is then killed to the last child).
+    /**
+     * The connection closed on its own: the server died. Its state says so at once (a call that saw
+     * it die returns only after this, so the next request no longer offers its tools); what is left
+     * of its process group is killed in the background.
+     */
     const exited = (name: string) =>
       Effect.gen(function*() {
         const entry = live.get(name)
@@ -81,7 +85,7 @@ const make = (options: McpClientsOptions) =>
         const why = scrub(entry.connection.ended() ?? "closed the connection", entry.config.secrets)
         yield* Effect.logDebug(`MCP server "${name}" ${why}`)
         yield* update(name, (s) => ({ ...s, status: "exited", error: why, tools: [] }))
-        yield* Scope.close(entry.scope, Exit.void)
+        runFork(Effect.uninterruptible(Scope.close(entry.scope, Exit.void)))
       })
 
     const refresh = (name: string) =>
@@ -156,6 +160,7 @@ const make = (options: McpClientsOptions) =>
         const entry = live.get(server)
         if (entry === undefined) return yield* notRunning(server, tool)
         return yield* entry.connection.call(tool, args).pipe(
+          Effect.tapError((e) => (e.closed ? exited(server) : Effect.void)),
           Effect.mapError((e) =>
             new McpCallError({
               server,

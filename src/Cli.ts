@@ -163,9 +163,20 @@ const sessions = Command.make("sessions").pipe(
   ])
 )
 
+const mcp = Command.make("mcp").pipe(
+  Command.withDescription("The workspace's MCP servers (settings mcpServers, <workspace>/.mcp.json)"),
+  Command.withSubcommands([
+    Command.make(
+      "list",
+      { json, workspace: common.workspace, home: homeOption },
+      (a) => lazy((m) => m.mcpList({ ...noCommonArgs, workspace: Option.getOrUndefined(a.workspace), home: Option.getOrUndefined(a.home) }, { json: a.json }))
+    ).pipe(Command.withDescription("Start each configured server, show whether it started and the tools it offers, then stop them"))
+  ])
+)
+
 const baton = Command.make("baton").pipe(
   Command.withDescription("An agent runtime: a model proposes tool calls, you or your rules approve them, Baton runs them."),
-  Command.withSubcommands([run, chat, sessions, serve, replay, demo])
+  Command.withSubcommands([run, chat, sessions, mcp, serve, replay, demo])
 )
 
 export const cli = Command.run(baton, { name: "baton", version: VERSION })

@@ -103,6 +103,16 @@ export class ToolError extends Schema.TaggedError<ToolError>()("ToolError", {
   message: Schema.String
 }) {}
 
+/**
+ * An MCP tool call that got no answer from its server: the server is not running, died during the
+ * call, or broke the protocol. (A tool that answers with `isError` is a result, not this.)
+ */
+export class McpCallError extends Schema.TaggedError<McpCallError>()("McpCallError", {
+  server: Schema.String,
+  tool: Schema.String,
+  message: Schema.String
+}) {}
+
 /** A settings file or option that does not decode; `field` is the JSON path. */
 export class ConfigError extends Schema.TaggedError<ConfigError>()("ConfigError", {
   source: Schema.String,

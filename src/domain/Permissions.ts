@@ -2,13 +2,15 @@ import { Either } from "effect"
 import * as Path from "./PosixPath.js"
 import { ConfigError } from "./Errors.js"
 import { matchesGlob } from "./Glob.js"
+import { ruleNamesTool } from "./McpNames.js"
 import type { PermissionRules } from "./Settings.js"
 import { splitCommand, stripEnvAssignments } from "./ShellCommand.js"
 
 /**
  * Permission rules, pure. A rule is `Tool` (every call of that tool) or `Tool(specifier)`:
  * for Bash the specifier is a command (`git status`) or a word-prefix (`git status:*`);
- * for file tools it is a glob over the path, relative to the workspace unless absolute.
+ * for file tools it is a glob over the path, relative to the workspace unless absolute. An MCP
+ * tool is `mcp__<server>__<tool>`, and `mcp__<server>` stands for every tool of that server.
  */
 export interface Rule {
   readonly text: string
@@ -99,8 +101,8 @@ const pathMatches = (specifier: string, filePath: string, workspace: string): bo
 
 /** Does `rule` cover one simple command or one path of this call? */
 const ruleMatches = (rule: Rule, call: CallToClassify, subject: string | undefined, workspace: string): boolean => {
+  if (rule.specifier === undefined) return ruleNamesTool(rule.tool, call.name)
   if (rule.tool !== call.name) return false
-  if (rule.specifier === undefined) return true
   if (subject === undefined) return false
   if (SHELL_TOOLS.has(call.name)) return commandMatches(rule.specifier, subject)
   if (PATH_ARG[call.name] !== undefined) return pathMatches(rule.specifier, subject, workspace)
@@ -144,7 +146,7 @@ const coveringRule = (
   { opaque, subjects, whole }: Subjects,
   workspace: string
 ): Rule | undefined => {
-  const toolWide = list.find((rule) => rule.tool === call.name && rule.specifier === undefined)
+  const toolWide = list.find((rule) => rule.specifier === undefined && ruleNamesTool(rule.tool, call.name))
   if (toolWide !== undefined) return toolWide
   if (whole !== undefined) {
     const verbatim = list.find((rule) => rule.tool === call.name && rule.specifier !== undefined && normalizeLine(rule.specifier) === whole)

@@ -1,5 +1,6 @@
 import { Schema } from "effect"
 import { CompactionMode } from "./Events.js"
+import { McpServers } from "./McpConfig.js"
 
 export const DEFAULT_COMPACTION_PROMPT = [
   "Your context window is nearly full, so this conversation will continue in a fresh context.",
@@ -38,6 +39,10 @@ export const defaultReconnectSettings: ReconnectSettings = Schema.decodeUnknownS
 
 export const DEFAULT_COMPACTION_RECONNECTS = 3
 export const DEFAULT_MAX_TURNS = 100
+/** How long one MCP tool call may run before it is cancelled with an error result. */
+export const DEFAULT_MCP_TOOL_TIMEOUT_MS = 600_000
+/** How long an MCP server has to start and list its tools before it is given up for this session. */
+export const DEFAULT_MCP_STARTUP_TIMEOUT_MS = 30_000
 
 /** Permission rules as users write them: `Read`, `Bash(git status:*)`, `Edit(src/**)`. */
 export const PermissionRules = Schema.Struct({
@@ -86,6 +91,10 @@ export const SettingsFile = Schema.Struct({
     }).annotations(strict),
     { exact: true }
   ),
-  maxTurns: Schema.optionalWith(Schema.Int.pipe(Schema.positive()), { exact: true })
+  maxTurns: Schema.optionalWith(Schema.Int.pipe(Schema.positive()), { exact: true }),
+  /** MCP servers by name; a workspace's `.mcp.json` adds its own, and a later file's entry replaces an earlier one. */
+  mcpServers: Schema.optionalWith(McpServers, { exact: true }),
+  mcpToolTimeoutMs: Schema.optionalWith(Schema.Int.pipe(Schema.positive()), { exact: true }),
+  mcpStartupTimeoutMs: Schema.optionalWith(Schema.Int.pipe(Schema.positive()), { exact: true })
 }).annotations(strict)
 export type SettingsFile = typeof SettingsFile.Type

@@ -10,9 +10,10 @@ import type { ToolCall } from "../domain/Messages.js"
 import type { SendInput } from "../domain/Run.js"
 
 /**
- * src/services/ holds the ports at its top — Backend (this module), Provider, Store, ToolExecutor —
- * plus the few helpers their adapters share (Sse, RealClock, ProcessIdentity), and one folder of
- * adapters per port: provider/, store/, backend/ (the remote client), tools/. An adapter reaches
+ * src/services/ holds the ports at its top — Backend (this module), Provider, Store, ToolExecutor,
+ * McpClients — plus the few helpers their adapters share (Sse, RealClock, ProcessIdentity, and
+ * ProcessGroup and ProcessRegistry for the process groups Baton starts), and one folder of adapters
+ * per port: provider/, store/, backend/ (the remote client), tools/, mcp/. An adapter reaches
  * another family only through these top-level modules; nothing here imports src/programs.
  */
 

@@ -9,13 +9,17 @@ export interface ExecuteOptions {
 }
 
 /**
- * The built-in tools of one workspace and their execution under locks. One instance per workspace,
- * shared by every session and subagent there, so the locks are workspace-wide.
- * Tool failures are results (status `error`), never Effect failures.
+ * The tools of one workspace (the built-ins and its MCP servers') and their execution under locks.
+ * One instance per workspace, shared by every session and subagent there, so the locks are
+ * workspace-wide. Tool failures are results (status `error`), never Effect failures.
  */
 export class ToolExecutor extends Context.Tag("baton/ToolExecutor")<ToolExecutor, {
   readonly workspace: string
-  readonly definitions: ReadonlyArray<ToolDefinition>
+  /**
+   * The tools offered now. MCP servers change it (a listChanged, a server that died), so a session
+   * reads it before every model request; it is the same array until something changed.
+   */
+  readonly definitions: Effect.Effect<ReadonlyArray<ToolDefinition>>
   /**
    * Starts one call. Its lock requests are queued before this returns, so calls started one after
    * another take their locks in that order (same-file writes run in call order). Interrupting the

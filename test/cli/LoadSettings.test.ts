@@ -19,7 +19,7 @@ describe("loadSettings", () => {
     Effect.gen(function*() {
       const { home, workspace } = yield* dirs
       const loaded = yield* loadSettings(home, workspace)
-      assert.deepStrictEqual(loaded, { file: {}, rules: { allow: [], ask: [], deny: [], additionalDirectories: [] }, sources: [] })
+      assert.deepStrictEqual(loaded, { file: {}, rules: { allow: [], ask: [], deny: [], additionalDirectories: [] }, sources: [], mcpServers: [] })
     }))
 
   it.scoped("the workspace file wins for values; rule lists add up, so a project cannot drop the user's deny rule", () =>
@@ -66,6 +66,52 @@ describe("loadSettings", () => {
       const error = yield* Effect.flip(loadSettings(home, workspace))
       assert.strictEqual(error.field, "(root)")
       assert.include(error.message, "(root): expected a JSON object, got []")
+    }))
+})
+
+describe("loadSettings: MCP servers", () => {
+  it.scoped("from the user's settings, the workspace's .mcp.json and its .baton/settings.json; a later entry replaces an earlier one", () =>
+    Effect.gen(function*() {
+      const { home, workspace } = yield* dirs
+      write(Path.join(home, "settings.json"), { mcpServers: { a: { command: "a-home" }, b: { command: "b-home" } }, mcpToolTimeoutMs: 1000 })
+      write(Path.join(workspace, ".mcp.json"), { mcpServers: { b: { type: "http", url: "https://b.example/mcp" }, c: { command: "c" } } })
+      write(Path.join(workspace, ".baton", "settings.json"), { mcpServers: { c: { command: "c-ws", readOnly: true } } })
+      const loaded = yield* loadSettings(home, workspace)
+      assert.deepStrictEqual(loaded.mcpServers, [
+        { key: "a", entry: { command: "a-home" }, source: Path.join(home, "settings.json") },
+        { key: "b", entry: { type: "http", url: "https://b.example/mcp" }, source: Path.join(workspace, ".mcp.json") },
+        { key: "c", entry: { command: "c-ws", readOnly: true }, source: Path.join(workspace, ".baton", "settings.json") }
+      ])
+      assert.deepStrictEqual(loaded.file, { mcpToolTimeoutMs: 1000 })
+      assert.strictEqual(loaded.sources.length, 3)
+    }))
+
+  it.scoped("an invalid entry names the file and the field; .mcp.json holds only mcpServers", () =>
+    Effect.gen(function*() {
+      const { home, workspace } = yield* dirs
+      const file = Path.join(workspace, ".mcp.json")
+      write(file, { mcpServers: { gh: { type: "http", url: "https://x", header: {} } } })
+      const error = yield* Effect.flip(loadSettings(home, workspace))
+      assert.strictEqual(error.source, file)
+      assert.include(error.message, file)
+      assert.include(error.message, "mcpServers.gh.header: unknown key")
+      write(file, { mcpServers: { gh: { command: "x" } }, model: "m" })
+      assert.include((yield* Effect.flip(loadSettings(home, workspace))).message, "model: unknown key")
+      write(file, { mcpServers: { "a__b": { command: "x" } } })
+      const badName = yield* Effect.flip(loadSettings(home, workspace))
+      assert.strictEqual(badName.field, "mcpServers.a__b")
+      assert.include(badName.message, "mcpServers.a__b: a server name may not start or end with \"_\" nor contain \"__\"")
+    }))
+
+  it.scoped("two names that sanitise to one are refused, naming both files", () =>
+    Effect.gen(function*() {
+      const { home, workspace } = yield* dirs
+      write(Path.join(home, "settings.json"), { mcpServers: { "my.server": { command: "x" } } })
+      write(Path.join(workspace, ".mcp.json"), { mcpServers: { my_server: { command: "y" } } })
+      const error = yield* Effect.flip(loadSettings(home, workspace))
+      assert.strictEqual(error.field, "mcpServers.my_server")
+      assert.include(error.message, "would both offer their tools as mcp__my_server__…")
+      assert.include(error.message, Path.join(home, "settings.json"))
     }))
 })
 

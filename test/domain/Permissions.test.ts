@@ -136,3 +136,36 @@ describe("splitCommand", () => {
     assert.isTrue(splitCommand("cat x >> y").opaque)
   })
 })
+
+describe("MCP tools in rules", () => {
+  const mcp = (name: string, args: unknown = {}) => ({ name, arguments: JSON.stringify(args) })
+
+  it("mcp__<server> covers every tool of that server, and only of that server", () => {
+    const rules = compile({ allow: ["mcp__fixture"] })
+    assert.deepStrictEqual(classify(mcp("mcp__fixture__echo"), rules, [], ws), { verdict: "allow", source: "rule", rule: "mcp__fixture" })
+    assert.strictEqual(verdict(mcp("mcp__fixture__a__b"), rules), "allow", "a tool whose own name has __")
+    assert.strictEqual(verdict(mcp("mcp__fixture2__echo"), rules), "ask", "a server whose name starts the same")
+    assert.strictEqual(verdict(mcp("mcp__fix__echo"), compile({ allow: ["mcp__fixture"] })), "ask")
+    assert.strictEqual(verdict(mcp("mcp__other__echo"), rules), "ask")
+  })
+
+  it("a tool rule names one tool; deny wins over a server-wide allow", () => {
+    const rules = compile({ allow: ["mcp__fixture"], deny: ["mcp__fixture__crash"] })
+    assert.deepStrictEqual(classify(mcp("mcp__fixture__crash"), rules, [], ws), { verdict: "deny", source: "rule", rule: "mcp__fixture__crash" })
+    assert.strictEqual(verdict(mcp("mcp__fixture__echo"), rules), "allow")
+    assert.strictEqual(verdict(mcp("mcp__fixture__echo"), compile({ deny: ["mcp__fixture"], allow: ["mcp__fixture__echo"] })), "deny")
+    assert.strictEqual(verdict(mcp("mcp__fixture__echo"), compile({ ask: ["mcp__fixture"], allow: ["mcp__fixture__echo"] })), "ask")
+  })
+
+  it("a tool rule is not a server rule: mcp__a__b never covers mcp__a__b__c", () => {
+    assert.strictEqual(verdict(mcp("mcp__a__b__c"), compile({ allow: ["mcp__a__b"] })), "ask")
+    assert.strictEqual(verdict(mcp("mcp__a__b"), compile({ allow: ["mcp__a__b"] })), "allow")
+  })
+
+  it("allow always grants the one tool, by name", () => {
+    const grant = grantFor(mcp("mcp__fixture__echo", { text: "hi" }))
+    assert.deepStrictEqual(grant, { text: "mcp__fixture__echo", tool: "mcp__fixture__echo", specifier: undefined })
+    assert.strictEqual(verdict(mcp("mcp__fixture__echo", { text: "other" }), compile({}), [grant]), "allow")
+    assert.strictEqual(verdict(mcp("mcp__fixture__fail"), compile({}), [grant]), "ask")
+  })
+})

@@ -46,22 +46,24 @@ const FakeArgs = Schema.Struct({
   command: Schema.optionalWith(Schema.String, { exact: true })
 })
 
+/** One probed call: records its start and what was running, waits until the test releases `id`, then ends. */
+export const probedCall = (probe: Probe, id: string) =>
+  Effect.gen(function*() {
+    probe.overlaps.set(id, [...probe.running])
+    probe.running.add(id)
+    probe.log.push(`start ${id}`)
+    yield* Deferred.succeed(probe.started(id), undefined)
+    yield* Deferred.await(probe.gate(id)).pipe(Effect.ensuring(Effect.sync(() => probe.running.delete(id))))
+    probe.log.push(`end ${id}`)
+    return `output of ${id}`
+  })
+
 export const fakeTool = (name: string, probe: Probe): Tool =>
   makeTool({
     name,
     description: `fake ${name}`,
     parameters: FakeArgs,
-    run: (_args, ctx) =>
-      Effect.gen(function*() {
-        const id = ctx.callId
-        probe.overlaps.set(id, [...probe.running])
-        probe.running.add(id)
-        probe.log.push(`start ${id}`)
-        yield* Deferred.succeed(probe.started(id), undefined)
-        yield* Deferred.await(probe.gate(id)).pipe(Effect.ensuring(Effect.sync(() => probe.running.delete(id))))
-        probe.log.push(`end ${id}`)
-        return `output of ${id}`
-      })
+    run: (_args, ctx) => probedCall(probe, ctx.callId)
   })
 
 export const fakeTools = (probe: Probe): ReadonlyArray<Tool> =>

@@ -19,12 +19,14 @@ describe("ToolExecutor", () => {
   it.scoped("definitions: the built-in tools with JSON Schemas made from their Schemas", () =>
     Effect.gen(function*() {
       const { executor } = yield* workspaceHarness()
-      assert.deepStrictEqual(executor.definitions.map((d) => d.name), ["Read", "Write", "Edit", "Bash", "Grep", "Glob", "LS"])
-      const edit = executor.definitions.find((d) => d.name === "Edit")!
+      const definitions = yield* executor.definitions
+      assert.deepStrictEqual(definitions.map((d) => d.name), ["Read", "Write", "Edit", "Bash", "Grep", "Glob", "LS"])
+      assert.strictEqual(yield* executor.definitions, definitions, "the same array while nothing changes")
+      const edit = definitions.find((d) => d.name === "Edit")!
       assert.deepStrictEqual(edit.parameters.required, ["file_path", "old_string", "new_string"])
       assert.strictEqual(edit.parameters.additionalProperties, false)
       assert.isUndefined(edit.parameters.$schema)
-      const bash = executor.definitions.find((d) => d.name === "Bash")!
+      const bash = definitions.find((d) => d.name === "Bash")!
       assert.deepStrictEqual((bash.parameters.properties as Record<string, Record<string, unknown>>).timeout!.maximum, 600_000)
     }))
 

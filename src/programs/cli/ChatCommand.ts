@@ -6,6 +6,7 @@ import * as Stream from "effect/Stream"
 import type { BackendError, ConfigError } from "../../domain/Errors.js"
 import type { TaskEvent } from "../../domain/Events.js"
 import type { Backend } from "../../services/Backend.js"
+import { McpClients } from "../../services/McpClients.js"
 import type { ToolExecutor } from "../../services/ToolExecutor.js"
 import type { Approver } from "../session/ApprovalGate.js"
 import { type AppEnv, conversationSettings, maxTurns } from "./Env.js"
@@ -13,6 +14,7 @@ import { allowAll, NOT_A_TTY_NOTE } from "./approvers/Terminal.js"
 import { makeChatApproval } from "./approvers/Chat.js"
 import { selectConversation } from "./SelectConversation.js"
 import type { Io } from "./Io.js"
+import { offeredCount, reportMcp, toolNote } from "./McpReport.js"
 import { type InputEvent, startLineEditor } from "./view/LineEditor.js"
 import { makeLiveView } from "./view/LiveView.js"
 import { makeScreen } from "./view/Screen.js"
@@ -39,7 +41,7 @@ const HELP = [
 export const chat: (io: Io, env: AppEnv, model: string) => Effect.Effect<
   void,
   BackendError | ConfigError,
-  Backend | ToolExecutor | Scope.Scope
+  Backend | ToolExecutor | McpClients | Scope.Scope
 > = Effect.fn("Cli.chat")(function*(io: Io, env: AppEnv, model: string) {
   const interactive = io.stdinTTY && io.stdoutTTY
   const style = makeStyle(colorFor({ isTTY: io.stdoutTTY }, io.env))
@@ -61,7 +63,15 @@ export const chat: (io: Io, env: AppEnv, model: string) => Effect.Effect<
   )
   const prompt = style.bold(style.cyan("› "))
   const steerPrompt = style.dim("steer › ")
-  const approval = yield* makeChatApproval({ view, editor, style, workspace: env.workspace, prompt: steerPrompt })
+  const mcp = yield* McpClients
+  const approval = yield* makeChatApproval({
+    view,
+    editor,
+    style,
+    workspace: env.workspace,
+    prompt: steerPrompt,
+    toolNote: (name) => Effect.map(mcp.servers, (servers) => toolNote(servers, name))
+  })
   const approver: Approver | undefined = mode === "allow" ? allowAll : mode === "ask" && interactive ? approval.approver : undefined
 
   const selected = yield* selectConversation(env)
@@ -71,12 +81,15 @@ export const chat: (io: Io, env: AppEnv, model: string) => Effect.Effect<
     ...(approver !== undefined ? { approver } : {}),
     settings: conversationSettings(env)
   })
+  const servers = yield* mcp.servers
+  const mcpTools = servers.length > 0 ? ` · ${offeredCount(servers)} MCP tool${offeredCount(servers) === 1 ? "" : "s"}` : ""
   yield* view.print([
-    `${style.bold("baton")} ${VERSION} · ${model} · ${env.workspace}`,
+    `${style.bold("baton")} ${VERSION} · ${model} · ${env.workspace}${mcpTools}`,
     style.dim(`${selected.id !== undefined ? "continuing" : "new"} conversation ${session.conversationId}`),
     ...(mode === "ask" && !interactive ? [style.yellow(NOT_A_TTY_NOTE)] : []),
     ...(interactive ? [style.dim("Enter sends · typing during a task steers it · Ctrl-C interrupts a task · /help · /exit")] : [])
   ].join("\n"))
+  yield* reportMcp(mcp, (text) => view.print(style.yellow(text)))
   if (selected.id !== undefined) {
     const items = yield* session.backfill
     if (items.length > 0) {

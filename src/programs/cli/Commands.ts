@@ -10,6 +10,7 @@ import { demo as demoProgram, demoAssets, prepareDemo } from "./DemoCommand.js"
 import { freshEnv, resolveEnv, serverToken, storeEnv, storeLabel } from "./Env.js"
 import { nodeIo } from "./Io.js"
 import * as Layers from "./Layers.js"
+import { listMcpServers } from "./McpCommand.js"
 import { recordedTask } from "./ReplayCommand.js"
 import { runTask } from "./RunCommand.js"
 import { parseConversationId } from "./SelectConversation.js"
@@ -77,6 +78,12 @@ export const serve = Effect.fn("Commands.serve")(function*(args: CommonArgs, opt
     ...(token !== undefined ? { token } : {})
   })
   return yield* serveProgram(io, { model: model.describe, store: storeLabel(env), token: token !== undefined }).pipe(Effect.provide(server))
+})
+
+export const mcpList = Effect.fn("Commands.mcpList")(function*(args: CommonArgs, options: { readonly json: boolean }) {
+  const io = nodeIo()
+  const env = yield* resolveEnv(args, io.cwd())
+  yield* listMcpServers(io, options).pipe(Effect.provide(Layers.mcpClients(env)))
 })
 
 export const sessionsList = Effect.fn("Commands.sessionsList")(function*(args: CommonArgs, options: { readonly json: boolean; readonly limit: number }) {

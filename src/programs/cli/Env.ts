@@ -24,7 +24,7 @@ export interface AppEnv {
 
 export const defaultHome = (): string => Path.join(Os.homedir(), ".baton")
 
-const noSettings: LoadedSettings = { file: {}, rules: emptyRules, sources: [] }
+const noSettings: LoadedSettings = { file: {}, rules: emptyRules, sources: [], mcpServers: [] }
 
 /** `cwd` is the workspace when `--workspace` is absent. */
 export const resolveEnv = (args: CommonArgs, cwd: string): Effect.Effect<AppEnv, ConfigError> =>

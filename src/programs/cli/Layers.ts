@@ -6,6 +6,7 @@ import type { ConfigError, StoreError } from "../../domain/Errors.js"
 import { ProviderInvalidRequest } from "../../domain/ProviderError.js"
 import type { Backend } from "../../services/Backend.js"
 import { layerRemote } from "../../services/backend/Remote.js"
+import { layerNone as noMcpServers, type McpClients } from "../../services/McpClients.js"
 import { Provider } from "../../services/Provider.js"
 import { layerFromSettings } from "../../services/provider/Config.js"
 import { layerSqlite } from "../../services/store/Sqlite.js"
@@ -15,6 +16,8 @@ import * as ToolExecutorLive from "../../services/tools/Executor.js"
 import { layerLocal } from "../backend/BackendLocal.js"
 import { type BatonServer, serve, type ServeOptions, type ServerStartError } from "../server/Server.js"
 import { type AppEnv, databaseUrl, describeProvider, providerSettings, serverToken, storeFile } from "./Env.js"
+import { mcpServerConfigs } from "./McpServers.js"
+import { VERSION } from "./Version.js"
 
 /**
  * The CLI's composition root: the one module that turns an environment (AppEnv: home, workspace,
@@ -91,13 +94,41 @@ export const backend = (env: AppEnv, provider: Layer.Layer<Provider, ConfigError
   }))
 }
 
-/** The workspace's tools; shells orphaned by a crashed Baton are reaped from the home's registry. */
-export const tools = (env: AppEnv): Layer.Layer<ToolExecutor, ConfigError> =>
-  ToolExecutorLive.layer({ workspace: env.workspace, processRegistryDir: Path.join(env.home, "processes") })
+/**
+ * The workspace's MCP servers (settings `mcpServers`, `.mcp.json`), started in parallel when the
+ * layer is built and stopped with it; their process groups are recorded under the home, so a crashed
+ * Baton's are killed at the next start. With none configured, the MCP client library never loads.
+ */
+export const mcpClients = (env: AppEnv): Layer.Layer<McpClients> =>
+  env.settings.mcpServers.length === 0
+    ? noMcpServers
+    : Layer.unwrapEffect(Effect.gen(function*() {
+      const servers = yield* mcpServerConfigs(env)
+      const live = yield* Effect.promise(() => import("../../services/mcp/Live.js"))
+      return live.layer({
+        servers,
+        ...(env.settings.file.mcpStartupTimeoutMs !== undefined ? { startupTimeoutMs: env.settings.file.mcpStartupTimeoutMs } : {}),
+        processRegistryDir: Path.join(env.home, "processes", "mcp"),
+        clientInfo: { name: "baton", version: VERSION }
+      })
+    }))
+
+/**
+ * The workspace's tools: the built-ins and its MCP servers'. Shells orphaned by a crashed Baton are
+ * reaped from the home's registry.
+ */
+export const tools = (env: AppEnv): Layer.Layer<ToolExecutor | McpClients, ConfigError> =>
+  ToolExecutorLive.layerWithMcp({
+    workspace: env.workspace,
+    processRegistryDir: Path.join(env.home, "processes"),
+    ...(env.settings.file.mcpToolTimeoutMs !== undefined ? { limits: { mcpTimeoutMs: env.settings.file.mcpToolTimeoutMs } } : {})
+  }).pipe(Layer.provideMerge(mcpClients(env)))
 
 /** Backend + tools for a task command, with this model. */
-export const task = (env: AppEnv, provider: Layer.Layer<Provider, ConfigError>): Layer.Layer<Backend | ToolExecutor, ConfigError | StoreError> =>
-  Layer.merge(backend(env, provider), tools(env))
+export const task = (
+  env: AppEnv,
+  provider: Layer.Layer<Provider, ConfigError>
+): Layer.Layer<Backend | ToolExecutor | McpClients, ConfigError | StoreError> => Layer.merge(backend(env, provider), tools(env))
 
 /** `baton serve`: the local backend over the store (the home's SQLite file or `--database`), with this model, behind HTTP + SSE. */
 export const server = (

@@ -5,12 +5,24 @@ import * as Schema from "effect/Schema"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { ConfigError } from "../../domain/Errors.js"
+import { McpFile, type McpServerEntry } from "../../domain/McpConfig.js"
+import { sanitizeName, serverNameProblem } from "../../domain/McpNames.js"
 import { emptyRules, type PermissionRules, SettingsFile } from "../../domain/Settings.js"
 
-/** The settings files in force, merged: `$BATON_HOME/settings.json`, then `<workspace>/.baton/settings.json`. */
+/** One MCP server entry as configured, and the file it came from. */
+export interface ConfiguredMcpServer {
+  readonly key: string
+  readonly entry: McpServerEntry
+  readonly source: string
+}
+
+/**
+ * The settings files in force, merged: `$BATON_HOME/settings.json`, then `<workspace>/.mcp.json`
+ * (MCP servers only), then `<workspace>/.baton/settings.json`.
+ */
 export interface LoadedSettings {
-  /** Scalars: the later file wins. Compaction: merged key by key. */
-  readonly file: SettingsFile
+  /** Scalars: the later file wins. Compaction: merged key by key. (MCP servers are in `mcpServers`.) */
+  readonly file: Omit<SettingsFile, "mcpServers">
   /**
    * Rule lists are concatenated, not replaced: a workspace file can add rules but never drop a deny
    * rule of the user's own file.
@@ -18,14 +30,18 @@ export interface LoadedSettings {
   readonly rules: PermissionRules
   /** The files that exist and were read, in merge order. */
   readonly sources: ReadonlyArray<string>
+  /** By name: a later file's entry replaces an earlier one's. */
+  readonly mcpServers: ReadonlyArray<ConfiguredMcpServer>
 }
 
 export const settingsPaths = (home: string, workspace: string): ReadonlyArray<string> => [
   Path.join(home, "settings.json"),
+  Path.join(workspace, ".mcp.json"),
   Path.join(workspace, ".baton", "settings.json")
 ]
 
-const decode = Schema.decodeUnknownEither(SettingsFile, { errors: "all" })
+const decodeSettings = Schema.decodeUnknownEither(SettingsFile, { errors: "all" })
+const decodeMcp = Schema.decodeUnknownEither(McpFile, { errors: "all" })
 
 const pathText = (path: ReadonlyArray<PropertyKey>): string =>
   path.reduce<string>((acc, key) => (typeof key === "number" ? `${acc}[${key}]` : acc === "" ? String(key) : `${acc}.${String(key)}`), "")
@@ -56,7 +72,7 @@ export const describeIssues = (issues: ReadonlyArray<ParseResult.ArrayFormatterI
   })
 }
 
-const readFile = (file: string) =>
+const readFile = (file: string): Effect.Effect<SettingsFile | undefined, ConfigError> =>
   Effect.gen(function*() {
     const text = yield* Effect.try({
       try: () => (Fs.existsSync(file) ? Fs.readFileSync(file, "utf8") : undefined),
@@ -67,7 +83,8 @@ const readFile = (file: string) =>
       try: (): unknown => JSON.parse(text),
       catch: (cause) => new ConfigError({ source: file, message: `${file} is not valid JSON: ${cause instanceof Error ? cause.message : String(cause)}` })
     })
-    return yield* Either.match(decode(json), {
+    const decoded = Path.basename(file) === ".mcp.json" ? decodeMcp(json) : decodeSettings(json)
+    return yield* Either.match(decoded, {
       onRight: Effect.succeed,
       onLeft: (error) => {
         const issues = describeIssues(ParseResult.ArrayFormatter.formatErrorSync(error))
@@ -85,13 +102,13 @@ const readFile = (file: string) =>
 
 const unique = (...lists: ReadonlyArray<ReadonlyArray<string> | undefined>): ReadonlyArray<string> => [...new Set(lists.flatMap((l) => l ?? []))]
 
-export const mergeSettings = (files: ReadonlyArray<SettingsFile>): Omit<LoadedSettings, "sources"> => {
+export const mergeSettings = (files: ReadonlyArray<SettingsFile>): Omit<LoadedSettings, "sources" | "mcpServers"> => {
   const file = files.reduce<SettingsFile>((acc, next) => ({
     ...acc,
     ...next,
     ...(acc.compaction !== undefined || next.compaction !== undefined ? { compaction: { ...acc.compaction, ...next.compaction } } : {})
   }), {})
-  const { permissions: _ignored, ...rest } = file
+  const { mcpServers: _servers, permissions: _ignored, ...rest } = file
   const perms = files.map((f) => f.permissions)
   return {
     file: rest,
@@ -104,6 +121,32 @@ export const mergeSettings = (files: ReadonlyArray<SettingsFile>): Omit<LoadedSe
   }
 }
 
+/**
+ * The MCP servers of every file, by name (later wins). Two names that become one once sanitised
+ * (`my.server`, `my_server`) would offer their tools under the same `mcp__<name>__` prefix: refused.
+ */
+const mergeServers = (found: ReadonlyArray<{ readonly path: string; readonly file: SettingsFile }>): Effect.Effect<ReadonlyArray<ConfiguredMcpServer>, ConfigError> => {
+  const byKey = new Map<string, ConfiguredMcpServer>()
+  for (const { file, path } of found) {
+    for (const [key, entry] of Object.entries(file.mcpServers ?? {})) {
+      const problem = serverNameProblem(sanitizeName(key))
+      if (problem !== undefined) {
+        return Effect.fail(new ConfigError({ source: path, field: `mcpServers.${key}`, message: `invalid settings in ${path}:\n  mcpServers.${key}: ${problem}` }))
+      }
+      byKey.set(key, { key, entry, source: path })
+    }
+  }
+  const servers = [...byKey.values()]
+  const clash = servers.find((a, i) => servers.some((b, j) => j < i && sanitizeName(b.key) === sanitizeName(a.key)))
+  if (clash === undefined) return Effect.succeed(servers)
+  const other = servers.find((b) => b !== clash && sanitizeName(b.key) === sanitizeName(clash.key))!
+  return Effect.fail(new ConfigError({
+    source: clash.source,
+    field: `mcpServers.${clash.key}`,
+    message: `MCP servers ${JSON.stringify(other.key)} (${other.source}) and ${JSON.stringify(clash.key)} (${clash.source}) would both offer their tools as mcp__${sanitizeName(clash.key)}__…; rename one of them`
+  }))
+}
+
 /** Reads and merges the settings files; an invalid one is a ConfigError naming the file and the field. */
 export const loadSettings = (home: string, workspace: string): Effect.Effect<LoadedSettings, ConfigError> =>
   Effect.gen(function*() {
@@ -112,6 +155,6 @@ export const loadSettings = (home: string, workspace: string): Effect.Effect<Loa
       const file = yield* readFile(path)
       if (file !== undefined) found.push({ path, file })
     }
-    if (found.length === 0) return { file: {}, rules: emptyRules, sources: [] }
-    return { ...mergeSettings(found.map((f) => f.file)), sources: found.map((f) => f.path) }
+    if (found.length === 0) return { file: {}, rules: emptyRules, sources: [], mcpServers: [] }
+    return { ...mergeSettings(found.map((f) => f.file)), sources: found.map((f) => f.path), mcpServers: yield* mergeServers(found) }
   })

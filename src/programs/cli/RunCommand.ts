@@ -5,12 +5,14 @@ import * as Stream from "effect/Stream"
 import type { ConversationSettingsInput } from "../../domain/Conversation.js"
 import type { BackendError, ConfigError } from "../../domain/Errors.js"
 import type { Backend } from "../../services/Backend.js"
+import { McpClients } from "../../services/McpClients.js"
 import type { ToolExecutor } from "../../services/ToolExecutor.js"
 import { open } from "../session/Session.js"
 import { commandApprover } from "./approvers/Terminal.js"
 import { type AppEnv, conversationSettings, maxTurns } from "./Env.js"
 import { CommandExit, ExitCode, exitCodeFor, type Outcome, stepOutcome } from "./ExitCode.js"
 import type { Io } from "./Io.js"
+import { reportMcp, toolNote } from "./McpReport.js"
 import { selectConversation } from "./SelectConversation.js"
 import type { ViewOptions } from "./view/EventView.js"
 import { colorFor, makeStyle } from "./view/Style.js"
@@ -33,7 +35,7 @@ export interface TaskRequest {
 export const runTask: (io: Io, request: TaskRequest) => Effect.Effect<
   void,
   BackendError | ConfigError | CommandExit,
-  Backend | ToolExecutor | Scope.Scope
+  Backend | ToolExecutor | McpClients | Scope.Scope
 > = Effect.fn("Cli.run")(function*(io: Io, request: TaskRequest) {
   const { env } = request
   const style = makeStyle(colorFor({ isTTY: io.stderrTTY }, io.env))
@@ -42,9 +44,12 @@ export const runTask: (io: Io, request: TaskRequest) => Effect.Effect<
     ...request.view
   })
   const notes = (text: string) => (request.json ? undefined : io.err(`${style.dim(text)}\n`))
+  const mcp = yield* McpClients
+  // Even with --json (stderr is not the event stream): a missing server explains a missing tool.
+  yield* reportMcp(mcp, (text) => Effect.sync(() => io.err(`${style.yellow(`baton: ${text}`)}\n`)))
   const selected = yield* selectConversation(env)
   if (selected.note !== undefined) notes(selected.note)
-  const approval = commandApprover(env.args.approve, io, env.workspace, style)
+  const approval = commandApprover(env.args.approve, io, env.workspace, style, (name) => Effect.map(mcp.servers, (servers) => toolNote(servers, name)))
   if (approval.note !== undefined && !request.json) io.err(`${style.yellow(approval.note)}\n`)
   const session = yield* open({
     ...(selected.id !== undefined ? { conversationId: selected.id } : {}),

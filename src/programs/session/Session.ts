@@ -1,6 +1,6 @@
 import { Deferred, Effect, Either, Exit, Fiber, FiberHandle, FiberSet, Mailbox, Option, Ref, Stream } from "effect"
 import * as Path from "node:path"
-import type { ConversationSettingsInput } from "../../domain/Conversation.js"
+import type { Conversation, ConversationSettings, ConversationSettingsInput, ToolDefinition } from "../../domain/Conversation.js"
 import type { BackendError } from "../../domain/Errors.js"
 import { InvalidInput } from "../../domain/Errors.js"
 import type { TaskEvent } from "../../domain/Events.js"
@@ -71,6 +71,33 @@ export interface Session {
 
 const newOtid = Effect.sync(() => Otid.make(crypto.randomUUID()))
 
+/**
+ * Brings the conversation's tool list up to the executor's: an MCP server's listChanged, or one
+ * that died, changes what the next model request may offer. Cheap when nothing changed (the
+ * executor hands back the same array), so it runs before every run.
+ */
+const toolSync = (backend: Backend["Type"], executor: ToolExecutor["Type"], conversation: Conversation) =>
+  Effect.gen(function*() {
+    const synced = yield* Ref.make<{ readonly offered?: ReadonlyArray<ToolDefinition>; readonly settings: ConversationSettings }>({
+      settings: conversation.settings
+    })
+    return Effect.gen(function*() {
+      const offered = yield* executor.definitions
+      const last = yield* Ref.get(synced)
+      if (offered === last.offered) return
+      const settings = JSON.stringify(offered) === JSON.stringify(last.settings.tools)
+        ? last.settings
+        : (yield* backend.updateConversation(conversation.id, { settings: { ...last.settings, tools: offered } })).settings
+      yield* Ref.set(synced, { offered, settings })
+    })
+  })
+
+/** The task's backend: every run it starts is sent with the tools as they are at that moment. */
+const sendingCurrentTools = (backend: Backend["Type"], syncTools: Effect.Effect<void, BackendError>): Backend["Type"] => ({
+  ...backend,
+  send: (id, input) => Stream.unwrap(Effect.as(syncTools, backend.send(id, input)))
+})
+
 export const DEFAULT_SYSTEM_PROMPT = [
   "You are Baton, a careful coding agent working in the user's workspace.",
   "Use the tools to read, search and change files and to run commands; every call may need the user's approval.",
@@ -87,12 +114,11 @@ export const open = Effect.fn("Session.open")(function*(config: SessionConfig = 
   const conversation = config.conversationId !== undefined
     ? yield* backend.getConversation(config.conversationId)
     : yield* backend.createConversation(
-      { system_prompt: DEFAULT_SYSTEM_PROMPT, ...config.settings, tools: executor.definitions, workspace },
+      { system_prompt: DEFAULT_SYSTEM_PROMPT, ...config.settings, tools: yield* executor.definitions, workspace },
       config.title !== undefined ? { title: config.title } : undefined
     )
-  if (JSON.stringify(conversation.settings.tools) !== JSON.stringify(executor.definitions)) {
-    yield* backend.updateConversation(conversation.id, { settings: { ...conversation.settings, tools: executor.definitions } })
-  }
+  const syncTools = yield* toolSync(backend, executor, conversation)
+  yield* syncTools
   const gate = yield* makeGate(rules, workspace)
   const steering = yield* Ref.make<Option.Option<ReadonlyArray<string>>>(Option.none())
   // Cancels outlive the task that started them; closing the session waits for them, never drops them.
@@ -109,7 +135,7 @@ export const open = Effect.fn("Session.open")(function*(config: SessionConfig = 
         const messages = yield* Effect.forEach(texts, (content) =>
           Effect.map(newOtid, (otid): UserMessage => ({ type: "user_message", content, otid })))
         const deps: TaskDeps = {
-          backend,
+          backend: sendingCurrentTools(backend, syncTools),
           executor,
           gate,
           conversationId: conversation.id,

@@ -3,7 +3,7 @@ import { type ChildProcess, spawn } from "node:child_process"
 import * as Os from "node:os"
 import { ToolError } from "../../domain/Errors.js"
 import { makeOutputCapture, type OutputCapture } from "./OutputCapture.js"
-import { killGroup } from "./ProcessGroup.js"
+import { killGroup } from "../ProcessGroup.js"
 import { makeTool, type ToolContext, type ToolLimits, type ToolOutput } from "./Tool.js"
 
 const HINT = "narrow the command's output (pipe it through head, tail or grep), or redirect it to a file and Read it in parts"

@@ -1,32 +1,33 @@
 import { Clock, Duration, Effect, Either, Layer } from "effect"
 import * as Path from "node:path"
-import { ToolError } from "../../domain/Errors.js"
+import { type ConfigError, ToolError } from "../../domain/Errors.js"
 import type { ToolCall } from "../../domain/Messages.js"
-import { type Confinement, confinePath, type ResourceKey, resourceKey } from "../../domain/ResourceKey.js"
+import { type Confinement, confinePath, ResourceKey, resourceKey } from "../../domain/ResourceKey.js"
 import type { ToolResult } from "../../domain/Tools.js"
 import { realpathLongestPrefix, resolveWorkspace } from "./Workspace.js"
 import { builtinTools } from "./Builtin.js"
 import { makeFileState } from "./FileState.js"
-import { makeProcessRegistry, reapOrphans } from "./ProcessRegistry.js"
+import { makeProcessRegistry, noProcessTracking, reapOrphans } from "../ProcessRegistry.js"
 import {
   defaultToolLimits,
-  noProcessTracking,
   type PreparedCall,
   type Tool,
   type ToolContext,
   type ToolLimits,
   type ToolOutput,
-  toDefinition,
   truncateHead
 } from "./Tool.js"
+import { McpClients } from "../McpClients.js"
 import { type ExecuteOptions, ToolExecutor } from "../ToolExecutor.js"
+import { type Catalog, mcpCatalog, staticCatalog } from "./McpTools.js"
 import { unsafeMakeWorkspaceLocks } from "./WorkspaceLocks.js"
 
 /**
  * services/tools/ is the ToolExecutor of one workspace: this module (plan a call, take its locks,
  * run it), the workspace and its path rules (Workspace), the fair readers/writer and per-file locks
  * (FairLock, WorkspaceLocks), the built-in tools (Read, Write, Edit, Bash, Grep, Glob, LS) and the
- * process groups a shell leaves (ProcessGroup, ProcessRegistry).
+ * tools of the workspace's MCP servers, reached through the McpClients port (McpTools); the process
+ * groups a shell leaves are recorded by the shared ../ProcessRegistry.
  */
 
 export interface ToolExecutorOptions {
@@ -40,6 +41,8 @@ export interface ToolExecutorOptions {
    * executor first kills the groups a crashed Baton process left there, then records its own.
    */
   readonly processRegistryDir?: string
+  /** The workspace's MCP servers: their tools are offered after the built-ins, as `mcp__<server>__<tool>`. */
+  readonly mcp?: McpClients["Type"]
 }
 
 interface Planned {
@@ -81,7 +84,7 @@ export const makeToolExecutor = (options: ToolExecutorOptions) =>
     const workspace = yield* resolveWorkspace(options.workspace)
     const limits: ToolLimits = { ...defaultToolLimits, ...options.limits }
     const tools = typeof options.tools === "function" ? options.tools(limits) : options.tools ?? builtinTools(limits)
-    const byName = new Map(tools.map((tool) => [tool.name, tool]))
+    const catalog = options.mcp === undefined ? Effect.succeed(staticCatalog(tools)) : mcpCatalog(options.mcp, tools, limits.mcpTimeoutMs)
     const locks = unsafeMakeWorkspaceLocks()
     const files = makeFileState()
     const processes = options.processRegistryDir === undefined
@@ -94,18 +97,18 @@ export const makeToolExecutor = (options: ToolExecutorOptions) =>
       realpath: realpathLongestPrefix
     })
 
-    const plan = (call: ToolCall, confinement: Confinement): Either.Either<Planned, string> =>
+    const plan = (call: ToolCall, confinement: Confinement, offered: Catalog): Either.Either<Planned, string> =>
       Either.gen(function*() {
-        const tool = byName.get(call.name)
-        if (tool === undefined) {
-          return yield* Either.left(`Unknown tool "${call.name}". Available tools: ${[...byName.keys()].join(", ")}`)
-        }
+        const tool = offered.byName.get(call.name)
+        if (tool === undefined) return yield* Either.left(offered.unknown(call.name))
         const input = yield* Either.mapLeft(
           parseArguments(call.arguments),
           (reason) => `Invalid arguments for ${call.name}: they are not valid JSON (${reason}); send one JSON object matching the tool's schema`
         )
         const prepared = yield* tool.prepare(input)
-        const key = yield* Either.mapLeft(resourceKey(call.name, prepared.args, confinement), (e) => e.message)
+        const key = tool.readOnly === true
+          ? ResourceKey.Shared()
+          : yield* Either.mapLeft(resourceKey(call.name, prepared.args, confinement), (e) => e.message)
         return { tool, prepared, key }
       })
 
@@ -147,7 +150,7 @@ export const makeToolExecutor = (options: ToolExecutorOptions) =>
       function*(call: ToolCall, execution?: ExecuteOptions) {
         const scope = yield* Effect.scope
         const confinement = confinementFor(execution)
-        const planned = plan(call, confinement)
+        const planned = plan(call, confinement, yield* catalog)
         // Queueing the locks and forking happen in one uninterruptible step: the ticket is always
         // handed to a fiber whose `ensuring` returns it, even if that fiber is interrupted at once.
         return yield* Effect.uninterruptible(Effect.suspend(() => {
@@ -163,10 +166,14 @@ export const makeToolExecutor = (options: ToolExecutorOptions) =>
 
     return ToolExecutor.of({
       workspace,
-      definitions: tools.map(toDefinition),
+      definitions: Effect.map(catalog, (c) => c.definitions),
       start
     })
   })
 
 /** The executor of one workspace with the built-in tools (or those given). */
 export const layer = (options: ToolExecutorOptions) => Layer.effect(ToolExecutor, makeToolExecutor(options))
+
+/** The same, with the tools of the workspace's MCP servers. */
+export const layerWithMcp = (options: Omit<ToolExecutorOptions, "mcp">): Layer.Layer<ToolExecutor, ConfigError, McpClients> =>
+  Layer.effect(ToolExecutor, Effect.flatMap(McpClients, (mcp) => makeToolExecutor({ ...options, mcp })))

@@ -1,7 +1,9 @@
 import { Effect, Either, JSONSchema, ParseResult, Schema } from "effect"
 import type { ToolDefinition } from "../../domain/Conversation.js"
 import type { ToolError } from "../../domain/Errors.js"
+import { DEFAULT_MCP_TOOL_TIMEOUT_MS } from "../../domain/Settings.js"
 import type { ToolCallId } from "../../domain/Ids.js"
+import type { ProcessTracker } from "../ProcessRegistry.js"
 import type { FileState } from "./FileState.js"
 
 export interface ToolLimits {
@@ -13,6 +15,8 @@ export interface ToolLimits {
   readonly killGraceMs: number
   /** Lines Read returns when the call gives no `limit`. */
   readonly readDefaultLines: number
+  /** How long one MCP tool call may take before it is cancelled. */
+  readonly mcpTimeoutMs: number
 }
 
 export const defaultToolLimits: ToolLimits = {
@@ -20,19 +24,9 @@ export const defaultToolLimits: ToolLimits = {
   bashDefaultTimeoutMs: 120_000,
   bashMaxTimeoutMs: 600_000,
   killGraceMs: 2_000,
-  readDefaultLines: 2_000
+  readDefaultLines: 2_000,
+  mcpTimeoutMs: DEFAULT_MCP_TOOL_TIMEOUT_MS
 }
-
-/** Lets the shells a crashed process left running be found and killed later (see ProcessRegistry). */
-export interface ProcessTracker {
-  /** Environment added to every spawned process so a reaper can recognise it as ours. */
-  readonly env: Readonly<Record<string, string>>
-  /** Records a live process group; `unregister` runs once the group is gone. */
-  readonly register: (pgid: number) => Effect.Effect<void>
-  readonly unregister: (pgid: number) => Effect.Effect<void>
-}
-
-export const noProcessTracking: ProcessTracker = { env: {}, register: () => Effect.void, unregister: () => Effect.void }
 
 /** What a running tool may use; paths always go through `resolvePath` (workspace confinement). */
 export interface ToolContext {
@@ -68,10 +62,12 @@ export interface PreparedCall {
 export interface Tool {
   readonly name: string
   readonly description: string
-  /** JSON Schema of the arguments, made from the effect Schema. */
+  /** JSON Schema of the arguments (made from the effect Schema; an MCP server's own). */
   readonly parameters: Readonly<Record<string, unknown>>
   /** How to read what truncation cut, told to the model after the cut. */
   readonly truncationHint: string
+  /** Takes the shared lock whatever its name: an MCP server the user's settings mark read-only. */
+  readonly readOnly?: boolean
   /** Decodes the decoded-JSON arguments; `Left` is a message for the model. */
   readonly prepare: (input: unknown) => Either.Either<PreparedCall, string>
 }

@@ -26,6 +26,8 @@ export const makeChatApproval = (options: {
   readonly style: Style
   readonly workspace: string
   readonly prompt: string
+  /** A note for the question about this tool (an MCP server's hints). */
+  readonly toolNote?: (name: string) => Effect.Effect<string | undefined>
 }): Effect.Effect<ChatApproval> =>
   Effect.map(Ref.make<Option.Option<Deferred.Deferred<Decision>>>(Option.none()), (pending) => {
     const { editor, style, view } = options
@@ -33,7 +35,8 @@ export const makeChatApproval = (options: {
       Effect.gen(function*() {
         yield* view.awaitShown(request.call.tool_call_id)
         const content = yield* readForPreview(options.workspace, request)
-        yield* view.print(questionLines(request, content, style).join("\n"), request.call.tool_call_id)
+        const note = options.toolNote === undefined ? undefined : yield* options.toolNote(request.call.name)
+        yield* view.print(questionLines(request, content, style, note).join("\n"), request.call.tool_call_id)
         const answered = yield* Deferred.make<Decision>()
         const decision = yield* Effect.acquireUseRelease(
           Effect.zipRight(

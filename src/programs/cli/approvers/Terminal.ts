@@ -40,11 +40,15 @@ const askOnTerminal = (io: Io, question: string, style: Style): Effect.Effect<De
     return Effect.sync(() => rl.close())
   })
 
+/** A note for the question about a tool (an MCP server's hints). */
+export type ToolNote = (name: string) => Effect.Effect<string | undefined>
+
 /** Prompts on the terminal for `baton run --approve ask`. Never used unless stdin is a TTY. */
-export const terminalApprover = (io: Io, workspace: string, style: Style): Approver => (request) =>
+export const terminalApprover = (io: Io, workspace: string, style: Style, toolNote?: ToolNote): Approver => (request) =>
   Effect.gen(function*() {
     const content = yield* readForPreview(workspace, request)
-    io.err(`${[callLine(request.call, style), ...questionLines(request, content, style)].join("\n")}\n`)
+    const note = toolNote === undefined ? undefined : yield* toolNote(request.call.name)
+    io.err(`${[callLine(request.call, style), ...questionLines(request, content, style, note)].join("\n")}\n`)
     const decision = yield* askOnTerminal(io, `  answer (y/a/n) › `, style)
     io.err(`${answerLine(decision, request, style)}\n`)
     return decision
@@ -55,7 +59,7 @@ export const terminalApprover = (io: Io, workspace: string, style: Style): Appro
  * they leave open is denied). `ask` prompts only on a terminal: on piped or closed stdin a prompt
  * could read a stray newline as an answer, so nothing is ever approved that way.
  */
-export const commandApprover = (mode: ApproveMode | undefined, io: Io, workspace: string, style: Style): {
+export const commandApprover = (mode: ApproveMode | undefined, io: Io, workspace: string, style: Style, toolNote?: ToolNote): {
   readonly approver: Approver | undefined
   readonly note?: string
 } => {
@@ -63,7 +67,7 @@ export const commandApprover = (mode: ApproveMode | undefined, io: Io, workspace
     case "allow":
       return { approver: allowAll }
     case "ask":
-      return io.stdinTTY ? { approver: terminalApprover(io, workspace, style) } : { approver: undefined, note: NOT_A_TTY_NOTE }
+      return io.stdinTTY ? { approver: terminalApprover(io, workspace, style, toolNote) } : { approver: undefined, note: NOT_A_TTY_NOTE }
     default:
       return { approver: undefined }
   }

@@ -50,10 +50,12 @@ export const readForPreview = (workspace: string, request: ApprovalRequest): Eff
 export const previewLines = (request: ApprovalRequest, content: string | undefined, style: Style): ReadonlyArray<string> =>
   diffLines(callDetails(request.call, content), style)
 
-export const questionLines = (request: ApprovalRequest, content: string | undefined, style: Style): ReadonlyArray<string> => {
+/** `note`: what else the person should know about the tool (an MCP server's own hints). */
+export const questionLines = (request: ApprovalRequest, content: string | undefined, style: Style, note?: string): ReadonlyArray<string> => {
   const header = callHeader(request.call)
   return [
     ...previewLines(request, content, style),
+    ...(note !== undefined ? [`    ${style.dim(note)}`] : []),
     `  ${style.yellow("?")} ${style.bold(`Allow ${header.tool}`)} ${header.subject}`,
     `    ${style.bold("y")} once · ${style.bold("a")} always in this session (adds ${style.cyan(request.grant.text)}) · ${style.bold("n")} deny`
   ]

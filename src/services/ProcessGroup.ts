@@ -1,6 +1,6 @@
 import { Duration, Effect, Option } from "effect"
 import * as Fs from "node:fs"
-import { hasProc, readProcStat } from "../ProcessIdentity.js"
+import { hasProc, readProcStat } from "./ProcessIdentity.js"
 
 /**
  * Live (non-zombie) members of a process group. Zombies are skipped: `kill(-pgid, 0)` still counts

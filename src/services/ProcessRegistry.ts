@@ -1,12 +1,22 @@
 import { Duration, Effect, Either, Schema } from "effect"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
-import { readProcStat, stillRunning } from "../ProcessIdentity.js"
+import { readProcStat, stillRunning } from "./ProcessIdentity.js"
 import { killGroup, liveMembers } from "./ProcessGroup.js"
-import { noProcessTracking, type ProcessTracker } from "./Tool.js"
+
+/** Lets the process groups a crashed process left running be found and killed later. */
+export interface ProcessTracker {
+  /** Environment added to every spawned process so a reaper can recognise it as ours. */
+  readonly env: Readonly<Record<string, string>>
+  /** Records a live process group; `unregister` runs once the group is gone. */
+  readonly register: (pgid: number) => Effect.Effect<void>
+  readonly unregister: (pgid: number) => Effect.Effect<void>
+}
+
+export const noProcessTracking: ProcessTracker = { env: {}, register: () => Effect.void, unregister: () => Effect.void }
 
 /**
- * A process group a shell tool started, recorded on disk while it runs. A detached group outlives
+ * A process group Baton started (a shell tool, an MCP server), recorded on disk while it runs. A detached group outlives
  * a SIGKILLed parent; the record lets the next start find and kill it (research/effect3-recipes.md §2).
  */
 const ProcessRecord = Schema.Struct({

@@ -8,12 +8,13 @@ import type { Backend } from "../../services/Backend.js"
 import { layerRemote } from "../../services/backend/Remote.js"
 import { Provider } from "../../services/Provider.js"
 import { layerFromSettings } from "../../services/provider/Config.js"
-import { layerSqlite } from "../../services/store/Sqlite.js"
+import { layerSqlite, type SqliteOptions } from "../../services/store/Sqlite.js"
 import type { ToolExecutor } from "../../services/ToolExecutor.js"
 import * as ToolExecutorLive from "../../services/tools/Executor.js"
 import { layerLocal } from "../backend/BackendLocal.js"
 import { type BatonServer, serve, type ServeOptions, type ServerStartError } from "../server/Server.js"
-import { type AppEnv, describeProvider, providerSettings, serverToken, storeFile } from "./Env.js"
+import { DEFAULT_SYSTEM_PROMPT } from "../session/Session.js"
+import { type AppEnv, conversationSettings, describeProvider, providerSettings, serverToken, storeFile } from "./Env.js"
 
 /**
  * The CLI's composition root: the one module that turns an environment (AppEnv: home, workspace,
@@ -58,9 +59,12 @@ export const paced = (deltaMs: number, firstMs: number): Layer.Layer<Provider, n
 export const demoModel = (cassette: string, options: { readonly fast: boolean }): Layer.Layer<Provider, ConfigError> =>
   options.fast ? replay(cassette) : paced(18, 500).pipe(Layer.provide(replay(cassette)))
 
+/** The home's SQLite file, as durable as the settings ask (`durability`: normal by default, or full). */
+export const storeOptions = (env: AppEnv): SqliteOptions => ({ filename: storeFile(env), synchronous: env.settings.file.durability ?? "normal" })
+
 /** Conversations in the home's SQLite file, model calls in this process. */
 const localBackend = (env: AppEnv, provider: Layer.Layer<Provider, ConfigError>): Layer.Layer<Backend, ConfigError | StoreError> =>
-  layerLocal().pipe(Layer.provide([layerSqlite({ filename: storeFile(env) }), provider]))
+  layerLocal().pipe(Layer.provide([layerSqlite(storeOptions(env)), provider]))
 
 /**
  * Where conversations and model calls live. This is the one place `--server URL` swaps the local
@@ -88,4 +92,6 @@ export const server = (
   provider: Layer.Layer<Provider, ConfigError>,
   options: ServeOptions
 ): Layer.Layer<BatonServer, ServerStartError | ConfigError | StoreError> =>
-  serve(options).pipe(Layer.provide(localBackend(env, provider)))
+  serve({ conversationDefaults: { system_prompt: DEFAULT_SYSTEM_PROMPT, ...conversationSettings(env) }, ...options }).pipe(
+    Layer.provide(localBackend(env, provider))
+  )

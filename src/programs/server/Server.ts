@@ -3,6 +3,7 @@ import * as HttpApiSwagger from "@effect/platform/HttpApiSwagger"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import { Context, Data, Deferred, Effect, Exit, FiberId, FiberMap, Layer, Option, Redacted, Ref, Stream } from "effect"
 import * as Http from "node:http"
+import type { ConversationSettingsInput } from "../../domain/Conversation.js"
 import type { Chunk } from "../../domain/Events.js"
 import type { RunId } from "../../domain/Ids.js"
 import { Backend } from "../../services/Backend.js"
@@ -34,6 +35,8 @@ export interface ServeOptions {
   readonly heartbeatMs?: number
   /** How long shutdown waits for active runs to reach a stop reason; default 10 s. */
   readonly drainTimeoutMs?: number
+  /** What `POST /v1/conversations` without settings creates (default: the schema's defaults). */
+  readonly conversationDefaults?: ConversationSettingsInput
 }
 
 /** Why `baton serve` could not start; `message` is meant for the user as it is. */
@@ -119,6 +122,7 @@ const make = Effect.fn("Server.make")(function*(options: ServeOptions) {
     Layer.provide(HttpApiBuilder.api(BatonApi).pipe(
       Layer.provide(handlersLayer({
         sse: { heartbeatMs: options.heartbeatMs ?? 15_000, closing: Deferred.await(closing) },
+        defaults: options.conversationDefaults ?? {},
         track
       }))
     )),

@@ -78,10 +78,16 @@ export const CarryOverJson = Schema.Struct({
   abort: Schema.optionalWith(Schema.Boolean, { exact: true })
 })
 
+/** A new conversation; without `settings` (or without any body) it gets the server's defaults. */
+export const CreateConversationJson = Schema.Struct({
+  settings: Schema.optionalWith(ConversationSettings, { exact: true }),
+  title: Schema.optionalWith(Schema.String, { exact: true })
+})
+
 const conversations = HttpApiGroup.make("conversations")
   .add(
     HttpApiEndpoint.post("create", "/v1/conversations")
-      .setPayload(Schema.Struct({ settings: ConversationSettings, title: Schema.optionalWith(Schema.String, { exact: true }) }))
+      .setPayload(CreateConversationJson)
       .addSuccess(ConversationJson, { status: 201 })
   )
   .add(

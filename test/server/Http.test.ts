@@ -195,6 +195,7 @@ describe("server HTTP protocol", () => {
         "GET /v1/runs/{id}/stream",
         "POST /v1/conversations/{id}/cancel",
         "GET /v1/conversations/{id}/pending-approvals",
+        "POST /v1/conversations/{id}/tool-results",
         "GET /v1/conversations/{id}/backfill",
         "POST /v1/conversations/{id}/skip-reconnect-wait",
         "POST /v1/conversations/{id}/compact",
@@ -207,7 +208,7 @@ describe("server HTTP protocol", () => {
       assert.deepStrictEqual(spec.paths["/healthz"]!.get!.security, [])
       assert.deepStrictEqual(spec.paths["/v1/conversations"]!.get!.security, [{ bearer: [] }])
       assert.deepStrictEqual(spec.components.securitySchemes, { bearer: { type: "http", scheme: "bearer" } })
-      for (const name of ["ConversationBusy", "ApprovalPending", "InvalidToolCallIds", "NotFound", "Unauthorized", "InvalidInput"]) {
+      for (const name of ["ConversationBusy", "ApprovalPending", "InvalidToolCallIds", "ToolCallAnswered", "NotFound", "Unauthorized", "InvalidInput"]) {
         assert.property(spec.components.schemas, name)
       }
       const docs = yield* Effect.promise(() => fetch(`${server.url}/docs`).then(async (r) => [r.headers.get("content-type"), await r.text()] as const))

@@ -14,6 +14,7 @@ import { Store } from "../../services/Store.js"
 import { Compactions } from "./Compaction.js"
 import { makeActors } from "./ConversationActors.js"
 import { closeDeadRuns } from "./DeadRuns.js"
+import { awaiting } from "./Results.js"
 import { Runs } from "./Run.js"
 import { Titles } from "./Title.js"
 
@@ -39,7 +40,8 @@ export const makeBackendLocal = Effect.fn("BackendLocal.make")(
       send: (id, input) => Stream.unwrap(actors.send(id, input)),
       streamRun: (runId, opts) => Stream.unwrap(Effect.zipRight(store.getRun(runId), actors.follow(runId, opts?.after ?? 0))),
       cancel: actors.cancel,
-      pendingApprovals: (id) => store.pendingApprovals(id),
+      submitResult: (id, result, opts) => actors.submitResult(id, result, opts?.decision),
+      pendingApprovals: (id) => awaiting(store, id),
       history: (id, cursor) => store.listItems(id, cursor),
       backfill: (id) => store.backfill(id),
       skipReconnectWait: actors.skipReconnectWait,

@@ -60,6 +60,8 @@ const conversations = (context: HandlerContext) => HttpApiBuilder.group(BatonApi
       .handle("get", ({ path }) => backend.getConversation(path.id))
       .handle("update", ({ path, payload }) => backend.updateConversation(path.id, payload))
       .handle("pendingApprovals", ({ path }) => backend.pendingApprovals(path.id))
+      .handle("submitResult", ({ path, payload }) =>
+        backend.submitResult(path.id, payload.result, payload.decision !== undefined ? { decision: payload.decision } : undefined))
       .handle("history", ({ path, urlParams }) => backend.history(path.id, urlParams))
       .handle("backfill", ({ path }) => backend.backfill(path.id))
       .handle("skipReconnectWait", ({ path }) => backend.skipReconnectWait(path.id))

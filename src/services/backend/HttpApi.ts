@@ -18,6 +18,7 @@ import {
   NotFoundJson,
   StoreFailedJson,
   StoreUnavailableJson,
+  ToolCallAnsweredJson,
   UnauthorizedJson,
   UnavailableJson
 } from "./HttpErrors.js"
@@ -70,6 +71,12 @@ export const SendInputJson = Schema.Struct({
   thinking: Schema.optionalWith(ThinkingLevel, { exact: true })
 })
 
+/** Backend.submitResult: one tool result as its tool finished, with the decision that let it run. */
+export const SubmitResultJson = Schema.Struct({
+  result: ToolReturn,
+  decision: Schema.optionalWith(ApprovalDecision, { exact: true })
+})
+
 /** Backend.CarryOver; the whole body may be omitted. */
 export const CarryOverJson = Schema.Struct({
   results: Schema.optionalWith(Schema.Array(ToolReturn), { exact: true }),
@@ -112,6 +119,12 @@ const conversations = HttpApiGroup.make("conversations")
     HttpApiEndpoint.get("pendingApprovals", "/v1/conversations/:id/pending-approvals")
       .setPath(ConversationPath)
       .addSuccess(Schema.Array(ToolCallJson))
+  )
+  .add(
+    HttpApiEndpoint.post("submitResult", "/v1/conversations/:id/tool-results")
+      .setPath(ConversationPath)
+      .setPayload(SubmitResultJson)
+      .addSuccess(Schema.Void, { status: 204 })
   )
   .add(
     HttpApiEndpoint.get("history", "/v1/conversations/:id/messages")
@@ -202,6 +215,7 @@ export class BatonApi extends HttpApi.make("baton")
   .addError(ConversationBusyJson)
   .addError(ApprovalPendingJson)
   .addError(InvalidToolCallIdsJson)
+  .addError(ToolCallAnsweredJson)
   .addError(NotFoundJson)
   .addError(InvalidInputJson)
   .addError(UnauthorizedJson)

@@ -9,6 +9,7 @@ import {
   NotFound,
   StoreError,
   StreamBroken,
+  ToolCallAnswered,
   Unauthorized
 } from "../../domain/Errors.js"
 
@@ -87,6 +88,16 @@ export const InvalidToolCallIdsJson = Schema.transform(
     })
   }
 ).annotations(http(400, "InvalidToolCallIds"))
+
+export const ToolCallAnsweredJson = Schema.transform(
+  wire("tool_call_answered", { conversation_id: Schema.String, tool_call_id: Schema.String }),
+  ToolCallAnswered,
+  {
+    strict: true,
+    decode: (w) => ({ _tag: "ToolCallAnswered" as const, conversationId: w.conversation_id, toolCallId: w.tool_call_id, message: w.message }),
+    encode: (e) => ({ code: "tool_call_answered" as const, message: e.message, conversation_id: e.conversationId, tool_call_id: e.toolCallId })
+  }
+).annotations(http(409, "ToolCallAnswered"))
 
 export const NotFoundJson = Schema.transform(
   wire("not_found", { entity: Schema.Literal("conversation", "run", "message"), id: Schema.String }),

@@ -3,6 +3,7 @@ import { Clock, Effect, Schema } from "effect"
 import type { ConversationId } from "../../../domain/Ids.js"
 import { advanceOpenCalls, checkChunkSeqs, defaultFlags, isMessageType, type OpenCall } from "../../../domain/ItemLog.js"
 import {
+  callAnswered,
   chunkCheckError,
   conversationNotFound,
   encodeEvent,
@@ -87,6 +88,13 @@ export const makeCommit = (sql: SqlClient, q: Queries, path: string) => {
             segment = segment + ${newSegment ? 1 : 0}
         WHERE id = ${id} RETURNING last_position, segment`
       if (head === undefined) return yield* conversationNotFound(id)
+
+      const expected = write.expectOpen ?? []
+      if (expected.length > 0) {
+        const open = new Set((yield* q.openCallIds(id, expected)).map((r) => r.tool_call_id))
+        const closed = expected.find((callId) => !open.has(callId))
+        if (closed !== undefined) return yield* callAnswered(id, closed)
+      }
 
       const runIds = [...new Set([...chunks.map((c) => c.run_id), ...(finish === undefined ? [] : [finish.runId])])]
       const seqs = runIds.length === 0 ? [] : yield* q.runSeqs(id, runIds)

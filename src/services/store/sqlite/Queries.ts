@@ -57,6 +57,14 @@ export const makeQueries = (sql: SqlClient) => {
     openCalls: (id: string) =>
       sql<{ readonly position: number; readonly tool_call_id: string }>`SELECT position, tool_call_id
           FROM open_calls WHERE conversation_id = ${id} ORDER BY position`,
+    // items_tool_return
+    toolReturns: (id: string, toolCallIds: ReadonlyArray<string>) =>
+      sql`SELECT ${item} FROM items INDEXED BY items_tool_return
+          WHERE conversation_id = ${id} AND type = 'tool_return' AND json_extract(body, '$.tool_call_id') IN ${sql.in(toolCallIds)}
+          ORDER BY position`,
+    openCallIds: (id: string, toolCallIds: ReadonlyArray<string>) =>
+      sql<{ readonly tool_call_id: string }>`SELECT tool_call_id FROM open_calls
+          WHERE conversation_id = ${id} AND tool_call_id IN ${sql.in(toolCallIds)}`,
     // items_render, walked backwards from the end
     renderTail: (id: string, cap: number) =>
       sql`SELECT ${item} FROM items INDEXED BY items_render

@@ -145,6 +145,12 @@ export const makeSqliteStore = (sql: SqlClient, path: string) => {
       return rows.map((r) => `${r.body}\n`).join("")
     }),
 
+    toolReturns: Effect.fn("Store.toolReturns")(function*(id, toolCallIds) {
+      if (toolCallIds.length === 0) return yield* Effect.map(run(segmentOf(id)), () => [])
+      const rows = yield* snapshot(Effect.zipRight(segmentOf(id), q.toolReturns(id, toolCallIds))).pipe(run)
+      return yield* items(rows)
+    }),
+
     pendingApprovals: Effect.fn("Store.pendingApprovals")(function*(id) {
       const rows = yield* snapshot(Effect.zipRight(segmentOf(id), q.openCallItems(id))).pipe(run)
       const calls = yield* items(rows)

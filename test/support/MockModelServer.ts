@@ -169,7 +169,8 @@ const serve = (reply: Reply, wire: Wire | undefined, model: string, res: Http.Se
     }
     const limit = faults.stallAfter ?? faults.cutAfter ?? events.length
     const finish = () => {
-      if (faults.cutAfter !== undefined) res.socket?.destroy()
+      // The reset comes after the events sent so far have left: a client sees them, then the cut.
+      if (faults.cutAfter !== undefined) res.write("\n", () => res.socket?.destroy())
       else if (faults.stallAfter === undefined) res.end()
     }
     const delay = faults.eventDelayMs ?? 0

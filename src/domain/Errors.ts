@@ -43,7 +43,7 @@ export class ToolCallAnswered extends Schema.TaggedError<ToolCallAnswered>()("To
 }) {}
 
 export class NotFound extends Schema.TaggedError<NotFound>()("NotFound", {
-  entity: Schema.Literal("conversation", "run", "message"),
+  entity: Schema.Literal("conversation", "run", "message", "segment"),
   id: Schema.String,
   message: Schema.String
 }) {}

@@ -28,10 +28,14 @@ interface Outcome {
   readonly events: ReadonlyArray<TaskEvent>
   /** The requests from the faulty one on (the tool round before it is left out). */
   readonly requests: ReadonlyArray<RecordedRequest>
-  /** Milliseconds between consecutive requests' arrival, from the faulty one on. */
+  /** How long the client waited before each request after the faulty one: from the end of the previous response (or its connection) to the next arrival. */
   readonly gaps: ReadonlyArray<number>
+  /** From one arrival to the next (for a timeout, whose end is the client's to choose): the timeout plus the wait. */
+  readonly arrivals: ReadonlyArray<number>
   readonly executions: ReadonlyArray<string>
   readonly stderr: string
+  /** What the tool round's call returned (said when an execution is missing). */
+  readonly c0: string
 }
 
 const run = (faulty: ReadonlyArray<Reply>, options: {
@@ -67,9 +71,11 @@ const run = (faulty: ReadonlyArray<Reply>, options: {
       code: result.code,
       events: events.slice(toolRound + 1),
       requests,
-      gaps: requests.slice(1).map((r, i) => r.receivedAt - requests[i]!.receivedAt),
+      gaps: requests.slice(1).map((r, i) => r.receivedAt - (requests[i]!.endedAt() ?? Number.NaN)),
+      arrivals: requests.slice(1).map((r, i) => r.receivedAt - requests[i]!.receivedAt),
       executions: Fs.existsSync(log) ? Fs.readFileSync(log, "utf8").trim().split("\n").filter((l) => l !== "") : [],
-      stderr: result.stderr
+      stderr: result.stderr,
+      c0: JSON.stringify(events.find((e) => e.type === "tool_return" && e.tool_call_id === "c0") ?? null)
     } satisfies Outcome
   })
 
@@ -81,10 +87,13 @@ const stop = (events: ReadonlyArray<TaskEvent>) => {
   return last?.type === "stop_reason" ? [last.reason, last.error?.tag ?? null] : []
 }
 
-/** A wait the policy asked for: at least that long, and not wildly longer (a loose bound, for a loaded machine). */
-const assertGap = (gap: number | undefined, atLeast: number) => {
+/**
+ * A wait the policy asked for: at least that long, and not wildly longer (a loose bound, for a loaded
+ * machine). `slack` covers what the mock's clock cannot see: when the client started its own timer.
+ */
+const assertGap = (gap: number | undefined, atLeast: number, slack = 5) => {
   assert.isDefined(gap)
-  assert.isAtLeast(gap!, atLeast - 5, `waited ${gap} ms, the policy asked for ${atLeast}`)
+  assert.isAtLeast(gap!, atLeast - slack, `waited ${gap} ms, the policy asked for ${atLeast}`)
   assert.isBelow(gap!, atLeast + 5_000, `waited ${gap} ms for ${atLeast}`)
 }
 
@@ -95,19 +104,19 @@ describe.concurrent("fault matrix: baton run --json against the mock", () => {
     Effect.gen(function*() {
       const o = yield* run([Reply.text("never", {}, { hang: true }), ok])
       assert.strictEqual(o.code, 0, o.stderr)
-      assert.deepStrictEqual(o.executions, ["c0"], "the tool before the fault ran once")
+      assert.deepStrictEqual(o.executions, ["c0"], `the tool before the fault ran once: ${o.c0}`)
       assert.deepStrictEqual(ends(o.events), [["retrying", 250, "ProviderTimeout"], ["ok", null, null]])
       assert.strictEqual(o.requests.length, 2)
-      assertGap(o.gaps[0], TIMEOUT_MS + 250)
+      assertGap(o.arrivals[0], TIMEOUT_MS + 250, 30)
     }))
 
   it.scopedLive("stall mid-stream → reconnect; the retry carries the partial text in [turn_retried]", () =>
     Effect.gen(function*() {
       const o = yield* run([Reply.text(["half ", "an ", "answer"], {}, { stallAfter: 3 }), ok])
       assert.strictEqual(o.code, 0, o.stderr)
-      assert.deepStrictEqual(o.executions, ["c0"], "the tool before the fault ran once")
+      assert.deepStrictEqual(o.executions, ["c0"], `the tool before the fault ran once: ${o.c0}`)
       assert.deepStrictEqual(ends(o.events), [["retrying", 250, "ProviderTimeout"], ["ok", null, null]])
-      assertGap(o.gaps[0], TIMEOUT_MS + 250)
+      assertGap(o.arrivals[0], TIMEOUT_MS + 250, 30)
       assert.match(o.requests[1]!.body, /\[turn_retried\][\s\S]*half an[\s\S]*\[\/turn_retried\]/)
     }))
 
@@ -126,7 +135,7 @@ describe.concurrent("fault matrix: baton run --json against the mock", () => {
     Effect.gen(function*() {
       const o = yield* run([Reply.text(["some ", "text"], {}, { truncateAt: 150 }), ok])
       assert.strictEqual(o.code, 0, o.stderr)
-      assert.deepStrictEqual(o.executions, ["c0"], "the tool before the fault ran once")
+      assert.deepStrictEqual(o.executions, ["c0"], `the tool before the fault ran once: ${o.c0}`)
       assert.deepStrictEqual(ends(o.events).map((e) => e.slice(0, 2)), [["retrying", 250], ["ok", null]])
       assertGap(o.gaps[0], 250)
     }))
@@ -135,7 +144,7 @@ describe.concurrent("fault matrix: baton run --json against the mock", () => {
     Effect.gen(function*() {
       const o = yield* run([Reply.sse(["data: {\"choices\": [ not json\n\n"]), ok])
       assert.strictEqual(o.code, 0, o.stderr)
-      assert.deepStrictEqual(o.executions, ["c0"], "the tool before the fault ran once")
+      assert.deepStrictEqual(o.executions, ["c0"], `the tool before the fault ran once: ${o.c0}`)
       assert.deepStrictEqual(ends(o.events), [["retrying", 250, "ProviderMalformed"], ["ok", null, null]])
       assertGap(o.gaps[0], 250)
     }))
@@ -144,7 +153,7 @@ describe.concurrent("fault matrix: baton run --json against the mock", () => {
     Effect.gen(function*() {
       const o = yield* run([Reply.status(429, { headers: { "retry-after": "1" } }), ok])
       assert.strictEqual(o.code, 0, o.stderr)
-      assert.deepStrictEqual(o.executions, ["c0"], "the tool before the fault ran once")
+      assert.deepStrictEqual(o.executions, ["c0"], `the tool before the fault ran once: ${o.c0}`)
       assert.deepStrictEqual(ends(o.events), [["retrying", 1000, "ProviderRateLimited"], ["ok", null, null]])
       assertGap(o.gaps[0], 1000)
     }))
@@ -161,7 +170,7 @@ describe.concurrent("fault matrix: baton run --json against the mock", () => {
         }
       })
       assert.strictEqual(o.code, 0, o.stderr)
-      assert.deepStrictEqual(o.executions, ["c0"], "the tool before the fault ran once")
+      assert.deepStrictEqual(o.executions, ["c0"], `the tool before the fault ran once: ${o.c0}`)
       const [first] = ends(o.events)
       assert.deepStrictEqual([first![0], first![2]], ["retrying", "ProviderRateLimited"])
       assert.isAtLeast(first![1] as number, 1_000)
@@ -173,7 +182,7 @@ describe.concurrent("fault matrix: baton run --json against the mock", () => {
     Effect.gen(function*() {
       const o = yield* run([500, 502, 503, 504].map((status) => Reply.status(status)).concat([ok]))
       assert.strictEqual(o.code, 0, o.stderr)
-      assert.deepStrictEqual(o.executions, ["c0"], "the tool before the fault ran once")
+      assert.deepStrictEqual(o.executions, ["c0"], `the tool before the fault ran once: ${o.c0}`)
       assert.deepStrictEqual(ends(o.events).map((e) => e.slice(0, 2)), [["retrying", 250], ["retrying", 500], ["retrying", 1000], ["retrying", 2000], ["ok", null]])
       assert.isTrue(ends(o.events).slice(0, 4).every((e) => e[2] === "ProviderServerError"))
       assert.strictEqual(o.requests.length, 5)
@@ -184,7 +193,7 @@ describe.concurrent("fault matrix: baton run --json against the mock", () => {
     Effect.gen(function*() {
       const o = yield* run([Reply.errorFixture("errors/anthropic/529-overloaded-error"), ok], { wire: "anthropic" })
       assert.strictEqual(o.code, 0, o.stderr)
-      assert.deepStrictEqual(o.executions, ["c0"], "the tool before the fault ran once")
+      assert.deepStrictEqual(o.executions, ["c0"], `the tool before the fault ran once: ${o.c0}`)
       assert.deepStrictEqual(ends(o.events), [["retrying", 250, "ProviderOverloaded"], ["ok", null, null]])
       assertGap(o.gaps[0], 250)
     }))
@@ -193,7 +202,7 @@ describe.concurrent("fault matrix: baton run --json against the mock", () => {
     Effect.gen(function*() {
       const o = yield* run([Reply.errorFixture("errors/openai/401-invalid-api-key")])
       assert.strictEqual(o.code, 3)
-      assert.deepStrictEqual(o.executions, ["c0"], "the tool before the fault ran once")
+      assert.deepStrictEqual(o.executions, ["c0"], `the tool before the fault ran once: ${o.c0}`)
       assert.deepStrictEqual(ends(o.events), [["auth", null, "ProviderAuth"]])
       assert.deepStrictEqual(stop(o.events), ["auth", "ProviderAuth"])
       assert.strictEqual(o.requests.length, 1)
@@ -203,7 +212,7 @@ describe.concurrent("fault matrix: baton run --json against the mock", () => {
     Effect.gen(function*() {
       const o = yield* run([Reply.status(403, { body: JSON.stringify({ error: { type: "permission_error", message: "not allowed" } }) })])
       assert.strictEqual(o.code, 3)
-      assert.deepStrictEqual(o.executions, ["c0"], "the tool before the fault ran once")
+      assert.deepStrictEqual(o.executions, ["c0"], `the tool before the fault ran once: ${o.c0}`)
       assert.deepStrictEqual(ends(o.events), [["auth", null, "ProviderAuth"]])
       assert.strictEqual(o.requests.length, 1)
     }))
@@ -214,7 +223,7 @@ describe.concurrent("fault matrix: baton run --json against the mock", () => {
         continueWith: [Reply.errorFixture("errors/openai/400-context-length-exceeded"), Reply.text("[summary]we said hi[/summary]"), ok]
       })
       assert.strictEqual(o.code, 0, o.stderr)
-      assert.deepStrictEqual(o.executions, ["c0"], "the tool before the fault ran once")
+      assert.deepStrictEqual(o.executions, ["c0"], `the tool before the fault ran once: ${o.c0}`)
       assert.deepStrictEqual(ends(o.events), [["retrying", 0, "ProviderContextOverflow"], ["ok", null, null], ["ok", null, null]])
       assert.isTrue(o.events.some((e) => e.type === "compaction_end" && e.status === "ok"))
       assert.strictEqual(o.requests.length, 3)
@@ -226,7 +235,7 @@ describe.concurrent("fault matrix: baton run --json against the mock", () => {
       const body = JSON.stringify({ error: { type: "insufficient_quota", code: "insufficient_quota", message: "You exceeded your current quota" } })
       const o = yield* run([Reply.status(429, { body })])
       assert.strictEqual(o.code, 1)
-      assert.deepStrictEqual(o.executions, ["c0"], "the tool before the fault ran once")
+      assert.deepStrictEqual(o.executions, ["c0"], `the tool before the fault ran once: ${o.c0}`)
       assert.deepStrictEqual(ends(o.events), [["failed", null, "ProviderQuotaExceeded"]])
       assert.strictEqual(o.requests.length, 1)
     }))
@@ -236,7 +245,7 @@ describe.concurrent("fault matrix: baton run --json against the mock", () => {
       const body = JSON.stringify({ error: { code: "resource_exhausted", message: "quota for this minute is used up" } })
       const o = yield* run([Reply.status(429, { body, headers: { "retry-after": "0.3" } }), ok])
       assert.strictEqual(o.code, 0, o.stderr)
-      assert.deepStrictEqual(o.executions, ["c0"], "the tool before the fault ran once")
+      assert.deepStrictEqual(o.executions, ["c0"], `the tool before the fault ran once: ${o.c0}`)
       assert.deepStrictEqual(ends(o.events), [["retrying", 300, "ProviderTransientQuota"], ["ok", null, null]])
       assertGap(o.gaps[0], 300)
     }))
@@ -245,7 +254,7 @@ describe.concurrent("fault matrix: baton run --json against the mock", () => {
     Effect.gen(function*() {
       const o = yield* run([Reply.toolCalls([{ id: "c1", name: "Frobnicate", args: {} }]), Reply.text("I see, no such tool.")])
       assert.strictEqual(o.code, 0, o.stderr)
-      assert.deepStrictEqual(o.executions, ["c0"], "the tool before the fault ran once")
+      assert.deepStrictEqual(o.executions, ["c0"], `the tool before the fault ran once: ${o.c0}`)
       const result = o.events.find((e) => e.type === "tool_return" && e.tool_call_id === "c1")
       assert.deepStrictEqual(result?.type === "tool_return" && result.status, "error")
       assert.match(result?.type === "tool_return" ? result.content : "", /Frobnicate/)

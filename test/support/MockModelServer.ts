@@ -75,6 +75,8 @@ export interface RecordedRequest {
   readonly json: unknown
   /** When its body had arrived (Date.now()). */
   readonly receivedAt: number
+  /** When its response was complete or its connection closed, whichever came first (undefined while open). */
+  readonly endedAt: () => number | undefined
 }
 
 export const FIXTURES = Path.join(import.meta.dirname, "..", "fixtures")
@@ -213,7 +215,14 @@ export const make = (options: {
       req.on("end", () => {
         const body = Buffer.concat(chunks).toString("utf8")
         const json = parse(body)
+        let endedAt: number | undefined
+        const ended = () => {
+          endedAt ??= Date.now()
+        }
+        res.once("finish", ended)
+        res.once("close", ended)
         const request: RecordedRequest = {
+          endedAt: () => endedAt,
           index: recorded.length + 1,
           method: req.method ?? "",
           path: req.url ?? "",

@@ -7,6 +7,7 @@
  * client side (programs/session) reaches it only through the Backend port.
  */
 import { Effect, Layer, Stream } from "effect"
+import { NotFound } from "../../domain/Errors.js"
 import { type Budgets, turnBudgets } from "../../domain/Recovery.js"
 import { Backend } from "../../services/Backend.js"
 import { currentOwner } from "../../services/ProcessIdentity.js"
@@ -51,7 +52,17 @@ export const makeBackendLocal = Effect.fn("BackendLocal.make")(
         return yield* compactions.compactability(conversation, yield* actors.isBusy(id))
       }),
       generateTitle: titles.generate,
-      exportTrace: (id, segment) => store.exportSegment(id, segment)
+      exportTrace: Effect.fn("BackendLocal.exportTrace")(function*(id, segment) {
+        const last = yield* store.currentSegment(id)
+        if (!Number.isInteger(segment) || segment < 1 || segment > last) {
+          return yield* new NotFound({
+            entity: "segment",
+            id: String(segment),
+            message: `no trace segment ${segment}: conversation ${id} has segment${last === 1 ? " 1" : `s 1 to ${last}`}`
+          })
+        }
+        return yield* store.exportSegment(id, segment)
+      })
     })
   },
   Effect.provide(programs)

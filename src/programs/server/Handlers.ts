@@ -38,7 +38,11 @@ const decodeCreate = Schema.decodeUnknown(Schema.parseJson(CreateConversationJso
 /** A body that may be absent: empty means `{}`; anything else must decode, or it is InvalidInput naming `what`. */
 const optionalBody = <A>(request: HttpServerRequest.HttpServerRequest, what: string, decode: (text: string) => Effect.Effect<A, ParseResult.ParseError>, empty: A) =>
   Effect.gen(function*() {
-    const text = yield* Effect.mapError(request.text, () => new InvalidInput({ message: "could not read the request body" }))
+    // A body over the limit is the gate's to answer (413); any other read failure is the request's.
+    const text = yield* Effect.catchAll(request.text, (e) =>
+      e.cause instanceof Error && e.cause.message === "maxBytes exceeded"
+        ? Effect.die(e)
+        : Effect.fail(new InvalidInput({ message: "could not read the request body" })))
     if (text.trim() === "") return empty
     return yield* Effect.mapError(decode(text), (e) => new InvalidInput({ message: `invalid ${what}: ${ParseResult.TreeFormatter.formatErrorSync(e)}` }))
   })

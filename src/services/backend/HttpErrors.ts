@@ -100,7 +100,7 @@ export const ToolCallAnsweredJson = Schema.transform(
 ).annotations(http(409, "ToolCallAnswered"))
 
 export const NotFoundJson = Schema.transform(
-  wire("not_found", { entity: Schema.Literal("conversation", "run", "message"), id: Schema.String }),
+  wire("not_found", { entity: Schema.Literal("conversation", "run", "message", "segment"), id: Schema.String }),
   NotFound,
   {
     strict: true,
@@ -114,6 +114,13 @@ export const InvalidInputJson = Schema.transform(wire("invalid_input", {}), Inva
   decode: (w) => ({ _tag: "InvalidInput" as const, message: w.message }),
   encode: (e) => ({ code: "invalid_input" as const, message: e.message })
 }).annotations(http(400, "InvalidInput"))
+
+/** A request body over the server's limit (413): the same InvalidInput on the client, with its own code. */
+export const PayloadTooLargeJson = Schema.transform(wire("payload_too_large", {}), InvalidInput, {
+  strict: true,
+  decode: (w) => ({ _tag: "InvalidInput" as const, message: w.message }),
+  encode: (e) => ({ code: "payload_too_large" as const, message: e.message })
+}).annotations(http(413, "PayloadTooLarge"))
 
 export const UnauthorizedJson = Schema.transform(wire("unauthorized", {}), Unauthorized, {
   strict: true,

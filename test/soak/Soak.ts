@@ -11,7 +11,7 @@ import { layerSqlite } from "../../src/services/store/Sqlite.js"
 import * as MockModelServer from "../support/MockModelServer.js"
 import { type Child, scopedChild } from "./Children.js"
 import { bashExecutions, executionViolations, leftoverProcesses, pairingInRequests, storeFacts, watchWrites } from "./Invariants.js"
-import { FINAL_ANSWER, soakResponder } from "./SoakModel.js"
+import { FINAL_ANSWER, messagesOf, soakResponder } from "./SoakModel.js"
 
 /**
  * The kill -9 matrix: a 3-tool task against the loopback mock, the process that holds the
@@ -188,6 +188,11 @@ export const iteration = (mode: Mode, target: Phase, options: SoakOptions): Effe
     }
     yield* writes.settle
     const requests = yield* mock.requests
+    if (process.env["SOAK_DUMP"] !== undefined && requests.length > 8) {
+      const shape = (r: (typeof requests)[number]) =>
+        messagesOf(r).map((m) => (m.role === "tool" ? `T:${m.tool_call_id}` : m.role === "assistant" ? `A(${(m.tool_calls ?? []).map((c) => c.id).join(",")})` : `${m.role[0]}:${String(m.content).slice(0, 25)}`)).join(" ")
+      console.log(requests.map((r) => `#${r.index} ${shape(r)}`).join("\n"), "\nFIRST:", first.lines().filter((l) => !l.includes("_delta")).map((l) => l.slice(0, 140)).join("\n"))
+    }
     violations.push(...pairingInRequests(requests))
     if (server !== undefined) {
       yield* server.kill("SIGTERM")

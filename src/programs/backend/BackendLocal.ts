@@ -2,8 +2,9 @@
  * programs/backend/ is the stateful side of Baton: this module's local backend layer (the Backend
  * port over Store + Provider, in process), the conversation actors (one job per conversation:
  * ConversationActors, Jobs), the run (one model request and its reconnects: Run, StreamRequest), the
- * run log (commit, then publish; follow from a seq: RunLog), compaction (Compaction), the dead-run
- * rule applied at start-up (DeadRuns) and the title (Title). `baton serve` hosts the same layer; the
+ * run log (commit, then publish; follow from a seq: RunLog), tool results committed as they finish
+ * (Results), compaction (Compaction), the dead-run rule applied at start-up (DeadRuns) and the title
+ * (Title). `baton serve` hosts the same layer; the
  * client side (programs/session) reaches it only through the Backend port.
  */
 import { Effect, Layer, Stream } from "effect"

@@ -121,6 +121,24 @@ export const resultsContract = (withBackend: WithBackend) => {
         assert.deepStrictEqual(yield* backend.pendingApprovals(conv.id), [])
       })))
 
+  it.effect("two clients answering one call at once: exactly one result is committed", () =>
+    withBackend([three], (backend) =>
+      Effect.gen(function*() {
+        const conv = yield* backend.createConversation(settings)
+        yield* collect(backend.send(conv.id, input(user("read all"))))
+        const mine = toolResult("c1", "mine")
+        const theirs = toolResult("c1", "theirs")
+        const outcomes = yield* Effect.all(
+          [mine, theirs, mine].map((r) => Effect.either(backend.submitResult(conv.id, r))),
+          { concurrency: "unbounded" }
+        )
+        const refused = outcomes.filter(Either.isLeft).map((o) => o.left._tag)
+        assert.deepStrictEqual(refused, refused.length === 1 ? ["ToolCallAnswered"] : ["ToolCallAnswered", "ToolCallAnswered"])
+        const returns = (yield* backend.history(conv.id)).filter((h) => h.item.type === "tool_return" && h.item.tool_call_id === "c1")
+        assert.strictEqual(returns.length, 1, "one result, whoever won")
+        assert.deepStrictEqual(ids(yield* backend.pendingApprovals(conv.id)), ["c2", "c3"])
+      })))
+
   it.effect("an interrupt after some results were committed closes each call exactly once", () =>
     withBackend([three, Turn.text("ok")], (backend) =>
       Effect.gen(function*() {

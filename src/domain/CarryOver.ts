@@ -1,6 +1,6 @@
 import type { ApprovalDecision } from "./Events.js"
 import type { NewItem } from "./History.js"
-import { Otid } from "./Ids.js"
+import { Otid, type ToolCallId } from "./Ids.js"
 import { INTERRUPTED_TEXT, type ToolCall, type ToolReturn } from "./Messages.js"
 
 /**
@@ -21,17 +21,26 @@ export interface CarryOver {
  * The items that record an interrupted task: the abort and the client's decisions for the trace;
  * every pending call closed exactly once (finished results as real results, the rest as
  * context-only `[interrupted…]` placeholders); and the flattened partial turn as context-only text.
- * Results for calls that are not pending are dropped: a result without its call would be rejected
- * by every provider.
+ * A held result (committed as its tool finished) wins over the carry-over's. Results for calls that
+ * are not pending are dropped: they are committed already, or a result without its call, which
+ * every provider would reject.
  */
-export const closeCalls = (pending: ReadonlyArray<ToolCall>, carryOver: CarryOver | undefined): ReadonlyArray<NewItem> => {
+export const closeCalls = (
+  pending: ReadonlyArray<ToolCall>,
+  carryOver: CarryOver | undefined,
+  held: ReadonlyMap<ToolCallId, ToolReturn> = new Map()
+): ReadonlyArray<NewItem> => {
   const results = carryOver?.results ?? []
   const items: Array<NewItem> = []
   if (carryOver?.abort === true) items.push({ item: { type: "abort", reason: "interrupted by the user" } })
   for (const event of carryOver?.events ?? []) items.push({ item: event })
   for (const call of pending) {
+    const kept = held.get(call.tool_call_id)
     const result = results.find((r) => r.tool_call_id === call.tool_call_id)
-    if (result !== undefined && result.status !== "interrupted") {
+    if (kept !== undefined) {
+      // Committed as it finished (held in the trace): the context gets its copy.
+      items.push({ item: kept, contextOnly: true })
+    } else if (result !== undefined && result.status !== "interrupted") {
       items.push({ item: result })
     } else {
       items.push({

@@ -135,18 +135,23 @@ export const compactionTrigger = (
 
 /**
  * Splits the model context for compaction: `tail` is this run's own input (it must follow the summary,
- * not be summarized away); `keep` is a trailing assistant turn whose tool calls that input answers
- * (a call must never lose its result); `older` is what may be summarized.
+ * not be summarized away); `keep` is a trailing assistant turn whose tool calls are not all answered
+ * before that input, with the results that are (results are committed as their tools finish, so a
+ * turn's results may sit on both sides of the input; a call must never lose its result); `older` is
+ * what may be summarized.
  */
 export const splitContext = <S extends { readonly item: TaskEvent }>(context: ReadonlyArray<S>, runId: RunId) => {
   const firstOwn = context.findIndex((s) => s.item.run_id === runId)
   const head = firstOwn < 0 ? context : context.slice(0, firstOwn)
   const tail = firstOwn < 0 ? [] : context.slice(firstOwn)
-  let turnStart = head.length
-  if (head.at(-1)?.item.type === "tool_call") {
-    while (turnStart > 0 && assistantSide.has(head[turnStart - 1]!.item.type)) turnStart--
-  }
-  return { older: head.slice(0, turnStart), keep: head.slice(turnStart), tail }
+  let callsEnd = head.length
+  while (callsEnd > 0 && head[callsEnd - 1]!.item.type === "tool_return") callsEnd--
+  let turnStart = callsEnd
+  while (turnStart > 0 && assistantSide.has(head[turnStart - 1]!.item.type)) turnStart--
+  const answeredBefore = new Set(head.slice(callsEnd).flatMap((s) => (s.item.type === "tool_return" ? [s.item.tool_call_id] : [])))
+  const open = head.slice(turnStart, callsEnd).some((s) => s.item.type === "tool_call" && !answeredBefore.has(s.item.tool_call_id))
+  const start = open ? turnStart : head.length
+  return { older: head.slice(0, start), keep: head.slice(start), tail }
 }
 
 export interface CompactionPlan<S> {

@@ -32,8 +32,18 @@ export class InvalidToolCallIds extends Schema.TaggedError<InvalidToolCallIds>()
   message: Schema.String
 }) {}
 
+/**
+ * A result for a tool call that already has a different committed result (HTTP 409
+ * `tool_call_answered`): a call is answered exactly once. The same result again is not an error.
+ */
+export class ToolCallAnswered extends Schema.TaggedError<ToolCallAnswered>()("ToolCallAnswered", {
+  conversationId: ConversationId,
+  toolCallId: ToolCallId,
+  message: Schema.String
+}) {}
+
 export class NotFound extends Schema.TaggedError<NotFound>()("NotFound", {
-  entity: Schema.Literal("conversation", "run", "message"),
+  entity: Schema.Literal("conversation", "run", "message", "segment"),
   id: Schema.String,
   message: Schema.String
 }) {}
@@ -124,6 +134,7 @@ export const BackendError = Schema.Union(
   Conflict,
   ApprovalPending,
   InvalidToolCallIds,
+  ToolCallAnswered,
   NotFound,
   InvalidInput,
   StoreError,

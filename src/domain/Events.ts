@@ -15,7 +15,8 @@ import {
  * only `effect` and itself; test/Architecture.test.ts keeps it so): ids, messages and the events a
  * task streams (this module), conversations and settings, the tagged errors, the recovery policy and
  * its Schedule (Recovery, RecoverySchedule), approval rules (Permissions), resource keys, compaction
- * planning, the model-request builder (ModelRequest), the run assembler and carry-over.
+ * planning, the model-request builder (ModelRequest), the run assembler, carry-over, and the rules of
+ * tool results committed as they finish (ToolResults).
  */
 
 /** A failure as carried on the stream: its tag and a human message. */

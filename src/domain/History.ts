@@ -1,5 +1,5 @@
 import type { Chunk, StopReasonValue, TaskEvent } from "./Events.js"
-import type { ConversationId, MessageId, RunId } from "./Ids.js"
+import type { ConversationId, MessageId, RunId, ToolCallId } from "./Ids.js"
 import type { RunStatus } from "./Run.js"
 
 /**
@@ -62,4 +62,9 @@ export interface Write {
   }
   /** Start a new trace segment before appending `items` (a successful compaction). */
   readonly newSegment?: boolean
+  /**
+   * Calls these items answer: each must still be an open call when the write commits, or the
+   * write fails with ToolCallAnswered and nothing is written (two writers answering one call).
+   */
+  readonly expectOpen?: ReadonlyArray<ToolCallId>
 }

@@ -110,6 +110,7 @@ const categories: { readonly [Tag in Failure["_tag"]]: Category } = {
   ProviderInvalidRequest: "terminal",
   ProviderReplayMiss: "terminal",
   InvalidToolCallIds: "terminal",
+  ToolCallAnswered: "terminal",
   NotFound: "terminal",
   InvalidInput: "terminal",
   StoreError: "terminal",

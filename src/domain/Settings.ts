@@ -95,6 +95,12 @@ export const SettingsFile = Schema.Struct({
   /** MCP servers by name; a workspace's `.mcp.json` adds its own, and a later file's entry replaces an earlier one. */
   mcpServers: Schema.optionalWith(McpServers, { exact: true }),
   mcpToolTimeoutMs: Schema.optionalWith(Schema.Int.pipe(Schema.positive()), { exact: true }),
-  mcpStartupTimeoutMs: Schema.optionalWith(Schema.Int.pipe(Schema.positive()), { exact: true })
+  mcpStartupTimeoutMs: Schema.optionalWith(Schema.Int.pipe(Schema.positive()), { exact: true }),
+  /**
+   * How hard the conversation store holds a commit. `normal` (default, SQLite synchronous=NORMAL):
+   * every commit survives a killed or crashed process. `full` (synchronous=FULL): it also survives a
+   * power cut or an OS crash, at one fsync per commit.
+   */
+  durability: Schema.optionalWith(Schema.Literal("normal", "full"), { exact: true })
 }).annotations(strict)
 export type SettingsFile = typeof SettingsFile.Type

@@ -3,10 +3,10 @@ import type { Conversation, ConversationSettings, ConversationSettingsInput } fr
 import type { BackendError, NotFound, StoreError } from "../domain/Errors.js"
 import type { CarryOver } from "../domain/CarryOver.js"
 import type { Compactability } from "../domain/Compaction.js"
-import type { Chunk, CompactionReason } from "../domain/Events.js"
+import type { ApprovalDecision, Chunk, CompactionReason } from "../domain/Events.js"
 import type { Page, StoredItem } from "../domain/History.js"
 import type { ConversationId, RunId } from "../domain/Ids.js"
-import type { ToolCall } from "../domain/Messages.js"
+import type { ToolCall, ToolReturn } from "../domain/Messages.js"
 import type { SendInput } from "../domain/Run.js"
 
 /**
@@ -34,7 +34,8 @@ export class Backend extends Context.Tag("baton/Backend")<Backend, {
   /**
    * Starts a run for `input` and streams its chunks until its stop_reason. Fails with Conflict while
    * another run or a compaction is active, ApprovalPending for user text while calls wait for results,
-   * InvalidToolCallIds when results do not answer exactly the pending calls. An otid already used in
+   * InvalidToolCallIds when results do not answer exactly the pending calls that have no committed
+   * result (results committed already, by `submitResult`, may be sent again or left out). An otid already used in
    * this conversation starts nothing: the stream of the run it started is returned instead.
    * The run belongs to the backend: a reader that stops does not stop it.
    */
@@ -47,6 +48,20 @@ export class Backend extends Context.Tag("baton/Backend")<Backend, {
    * carry-over are closed as interrupted, so nothing stays pending after an interrupt.
    */
   readonly cancel: (id: ConversationId, carryOver?: CarryOver) => Effect.Effect<void, BackendError>
+  /**
+   * Commits one tool result the moment its tool finished, so a crash never loses it and it is never
+   * run again: the call leaves `pendingApprovals` at once. Accepted for a pending call, and for a call
+   * the active run has streamed but not yet committed (held until its run commits the call). The same
+   * result again (its otid) is a no-op; another result for an answered call is ToolCallAnswered; a
+   * call the conversation does not know is InvalidToolCallIds. `decision` is recorded with it (trace).
+   * Sending the results again with the next input is still allowed (they are recognised by otid).
+   */
+  readonly submitResult: (
+    id: ConversationId,
+    result: ToolReturn,
+    options?: { readonly decision?: ApprovalDecision }
+  ) => Effect.Effect<void, BackendError>
+  /** Tool calls of the current context still waiting for a result (none committed yet), in call order. */
   readonly pendingApprovals: (id: ConversationId) => Effect.Effect<ReadonlyArray<ToolCall>, BackendError>
   /** Recorded messages and events, chronological; `before` means older, `after` newer. */
   readonly history: (

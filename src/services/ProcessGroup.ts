@@ -1,6 +1,6 @@
 import { Duration, Effect, Option } from "effect"
 import * as Fs from "node:fs"
-import { hasProc, readProcStat } from "./ProcessIdentity.js"
+import { hasProc, isAlive, readProcStat } from "./ProcessIdentity.js"
 
 /**
  * Live (non-zombie) members of a process group. Zombies are skipped: `kill(-pgid, 0)` still counts
@@ -24,32 +24,39 @@ export const liveMembers = (pgid: number): ReadonlyArray<number> => {
   return members
 }
 
-export const signalGroup = (pgid: number, signal: NodeJS.Signals) =>
+/** `target` is a pid, or minus a pgid for the whole group. */
+const sendSignal = (target: number, signal: NodeJS.Signals) =>
   Effect.sync(() => {
     try {
-      process.kill(-pgid, signal)
+      process.kill(target, signal)
     } catch {
-      // ESRCH: the group is already gone.
+      // ESRCH: already gone.
     }
   })
 
 const POLL = Duration.millis(20)
 
-const awaitGone = (pgid: number): Effect.Effect<void> =>
-  Effect.suspend(() => (liveMembers(pgid).length === 0 ? Effect.void : Effect.zipRight(Effect.sleep(POLL), awaitGone(pgid))))
+const awaitNone = (alive: () => boolean): Effect.Effect<void> =>
+  Effect.suspend(() => (alive() ? Effect.zipRight(Effect.sleep(POLL), awaitNone(alive)) : Effect.void))
 
 /**
- * SIGTERM to the whole group, SIGKILL to whatever is left after the grace period. Runs inside
- * finalizers, which are uninterruptible: without `Effect.interruptible` the timeout could never
- * fire (research/effect3-recipes.md §2).
+ * SIGTERM, then SIGKILL to whatever is left after the grace period. Runs inside finalizers, which
+ * are uninterruptible: without `Effect.interruptible` the timeout could never fire
+ * (research/effect3-recipes.md §2).
  */
-export const killGroup = (pgid: number, grace: Duration.DurationInput) =>
+const terminate = (target: number, alive: () => boolean, grace: Duration.DurationInput) =>
   Effect.gen(function*() {
-    if (liveMembers(pgid).length === 0) return
-    yield* signalGroup(pgid, "SIGTERM")
-    const gone = yield* Effect.interruptible(awaitGone(pgid)).pipe(Effect.timeoutOption(grace))
+    if (!alive()) return
+    yield* sendSignal(target, "SIGTERM")
+    const gone = yield* Effect.interruptible(awaitNone(alive)).pipe(Effect.timeoutOption(grace))
     if (Option.isNone(gone)) {
-      yield* signalGroup(pgid, "SIGKILL")
-      yield* Effect.interruptible(awaitGone(pgid)).pipe(Effect.timeoutOption("2 seconds"))
+      yield* sendSignal(target, "SIGKILL")
+      yield* Effect.interruptible(awaitNone(alive)).pipe(Effect.timeoutOption("2 seconds"))
     }
   })
+
+/** The whole group: every process the command started. */
+export const killGroup = (pgid: number, grace: Duration.DurationInput) => terminate(-pgid, () => liveMembers(pgid).length > 0, grace)
+
+/** One process (a marked shell that left its group). */
+export const killProcess = (pid: number, grace: Duration.DurationInput) => terminate(pid, () => isAlive(pid), grace)

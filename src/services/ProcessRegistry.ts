@@ -1,8 +1,8 @@
 import { Duration, Effect, Either, Schema } from "effect"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
-import { readProcStat, stillRunning } from "./ProcessIdentity.js"
-import { killGroup, liveMembers } from "./ProcessGroup.js"
+import { hasProc, readProcStat, stillRunning } from "./ProcessIdentity.js"
+import { killGroup, killProcess, liveMembers } from "./ProcessGroup.js"
 
 /** Lets the process groups a crashed process left running be found and killed later. */
 export interface ProcessTracker {
@@ -30,15 +30,45 @@ export const OWNER_ENV = "BATON_TOOL_OWNER"
 const ownerMarker = (owner: ProcessRecord["owner"]) => `${OWNER_ENV}=${owner.pid}:${owner.startTime}`
 
 
+const markerOf = (pid: number): string | undefined => {
+  try {
+    return Fs.readFileSync(`/proc/${pid}/environ`, "utf8").split("\0").find((entry) => entry.startsWith(`${OWNER_ENV}=`))
+  } catch {
+    return undefined
+  }
+}
+
 /** Members of the group that carry the owner's marker, so a reused pgid is never killed. */
 const markedMembers = (record: ProcessRecord): ReadonlyArray<number> =>
-  liveMembers(record.pgid).filter((pid) => {
-    try {
-      return Fs.readFileSync(`/proc/${pid}/environ`, "utf8").split("\0").includes(ownerMarker(record.owner))
-    } catch {
-      return false
-    }
-  })
+  liveMembers(record.pgid).filter((pid) => markerOf(pid) === ownerMarker(record.owner))
+
+const parseMarker = (marker: string): ProcessRecord["owner"] | undefined => {
+  const m = /^[A-Z_]+=(\d+):(\d+)$/.exec(marker)
+  return m === null ? undefined : { pid: Number(m[1]), startTime: m[2]! }
+}
+
+/**
+ * Shells no record names whose owner is gone, found by the marker in their environment. A shell
+ * is recorded before its command runs (Bash's gate), so this finds only what escaped a record:
+ * a command that left its group (setsid), or a record that could not be written.
+ */
+const unrecordedOrphans = (): ReadonlyArray<{ readonly pgid: number; readonly pids: ReadonlyArray<number> }> => {
+  if (!hasProc) return []
+  const own = readProcStat("self")?.pgrp
+  const groups = new Map<number, Array<number>>()
+  for (const entry of Fs.readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue
+    const pid = Number(entry)
+    if (pid === process.pid) continue
+    const marker = markerOf(pid)
+    const owner = marker === undefined ? undefined : parseMarker(marker)
+    if (owner === undefined || stillRunning(owner.pid, owner.startTime)) continue
+    const stat = readProcStat(pid)
+    if (stat === undefined || stat.state === "Z" || stat.state === "X" || stat.pgrp === own) continue
+    groups.set(stat.pgrp, [...(groups.get(stat.pgrp) ?? []), pid])
+  }
+  return [...groups.entries()].map(([pgid, pids]) => ({ pgid, pids }))
+}
 
 const decodeRecord = Schema.decodeUnknownEither(Schema.parseJson(ProcessRecord))
 
@@ -56,8 +86,9 @@ const readRecords = (dir: string) =>
   })
 
 /**
- * Kills the groups recorded by owners that are no longer running; returns their pgids. Records
- * of live owners (another Baton process on this workspace) are left alone.
+ * Kills the groups recorded by owners that are no longer running, then any marked shell of a dead
+ * owner that no record names; returns the pgids. Records of live owners (another Baton process on
+ * this workspace) are left alone.
  */
 export const reapOrphans = (dir: string, grace: Duration.DurationInput) =>
   Effect.gen(function*() {
@@ -69,6 +100,13 @@ export const reapOrphans = (dir: string, grace: Duration.DurationInput) =>
         reaped.push(record.pgid)
       }
       yield* Effect.sync(() => Fs.rmSync(file, { force: true }))
+    }
+    for (const group of unrecordedOrphans()) {
+      // A group is signalled whole only when every live member is marked; otherwise just the marked ones.
+      const whole = liveMembers(group.pgid).every((pid) => group.pids.includes(pid))
+      if (whole) yield* killGroup(group.pgid, grace)
+      else for (const pid of group.pids) yield* killProcess(pid, grace)
+      reaped.push(group.pgid)
     }
     return reaped
   })

@@ -2,9 +2,9 @@ import { Context, type Effect, type Option, type Stream } from "effect"
 import type { ItemQuery, Page, StoredItem, Write } from "../domain/History.js"
 import type { Run, RunKind } from "../domain/Run.js"
 import type { Conversation, ConversationSettings, ConversationSettingsInput } from "../domain/Conversation.js"
-import type { ChunkSeqError, Conflict, InvalidInput, NotFound, StoreError } from "../domain/Errors.js"
+import type { ChunkSeqError, Conflict, InvalidInput, NotFound, StoreError, ToolCallAnswered } from "../domain/Errors.js"
 import type { Chunk } from "../domain/Events.js"
-import type { ConversationId, MessageId, Otid, RunId } from "../domain/Ids.js"
+import type { ConversationId, MessageId, Otid, RunId, ToolCallId } from "../domain/Ids.js"
 import type { ToolCall } from "../domain/Messages.js"
 
 /**
@@ -30,7 +30,7 @@ export class Store extends Context.Tag("baton/Store")<Store, {
   ) => Effect.Effect<Conversation, NotFound | StoreError>
   readonly deleteConversation: (id: ConversationId) => Effect.Effect<void, NotFound | StoreError>
 
-  readonly commit: (write: Write) => Effect.Effect<ReadonlyArray<StoredItem>, NotFound | ChunkSeqError | StoreError>
+  readonly commit: (write: Write) => Effect.Effect<ReadonlyArray<StoredItem>, NotFound | ChunkSeqError | ToolCallAnswered | StoreError>
   /** Recorded items (messages and events) in chronological order. */
   readonly listItems: (id: ConversationId, query?: ItemQuery) => Effect.Effect<ReadonlyArray<StoredItem>, NotFound | StoreError>
   readonly getItem: (id: MessageId) => Effect.Effect<StoredItem, NotFound | StoreError>
@@ -44,6 +44,11 @@ export class Store extends Context.Tag("baton/Store")<Store, {
    * stored, one per line, each line ending in `\n`; "" for a segment with no items.
    */
   readonly exportSegment: (id: ConversationId, segment: number) => Effect.Effect<string, NotFound | StoreError>
+  /**
+   * Every tool_return with one of these tool_call_ids, in any segment, with any flags (the results
+   * committed as they finished, held ones included), in order: an index lookup.
+   */
+  readonly toolReturns: (id: ConversationId, toolCallIds: ReadonlyArray<ToolCallId>) => Effect.Effect<ReadonlyArray<StoredItem>, NotFound | StoreError>
   /** Tool calls of the current context without a tool_return, in call order. */
   readonly pendingApprovals: (id: ConversationId) => Effect.Effect<ReadonlyArray<ToolCall>, NotFound | StoreError>
   /**

@@ -9,7 +9,7 @@ import { layerSqlite } from "../../src/services/store/Sqlite.js"
 import { backendContract } from "../support/backendContract.js"
 import { onPostgres, pgStore } from "../support/pgDatabase.js"
 import { tempDir } from "../support/tempDir.js"
-import { collect, eventually, input, user } from "../support/testing.js"
+import { collect, eventually, input, toolResult, user } from "../support/testing.js"
 
 backendContract("local over StoreMemory", (script) =>
   layerLocal().pipe(Layer.provideMerge(layerScripted(script)), Layer.provide(layerMemory)))
@@ -54,5 +54,37 @@ describe("local backend restart", () => {
       const stop = next.at(-1)!
       assert.strictEqual(stop.type === "stop_reason" && stop.reason, "end_turn")
       assert.isTrue(next.some((c) => c.type === "assistant_message" && c.content === "again"))
+    }))
+
+  it.scoped("a run that died after issuing calls leaves them pending; a result committed before the crash is kept, only the others are asked", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      const filename = Path.join(dir, "baton.db")
+      const first = yield* Scope.make()
+      const calls = { toolCalls: [{ id: "c1", name: "Read" }, { id: "c2", name: "Read" }], text: "reading" }
+      const before = yield* Layer.buildWithScope(layerLocal().pipe(Layer.provide(layerScripted([Turn.stall(calls)])), Layer.provide(layerSqlite({ filename }))), first)
+      const backend = Context.get(before, Backend)
+      const conv = yield* backend.createConversation({ system_prompt: "" })
+      const seen: Array<string> = []
+      yield* Effect.forkScoped(Stream.runForEach(backend.send(conv.id, input(user("go"))), (c) => Effect.sync(() => seen.push(c.type))))
+      yield* eventually(Effect.sync(() => seen.filter((t) => t === "tool_call").length === 2), "both calls streamed")
+      // c1's tool finished while the model was still streaming; then the process died.
+      yield* backend.submitResult(conv.id, toolResult("c1", "one"))
+      yield* Scope.close(first, Exit.void)
+
+      const after = Context.get(
+        yield* Layer.build(layerLocal().pipe(Layer.provideMerge(layerScripted([Turn.text("both read")])), Layer.provide(layerSqlite({ filename })))),
+        Backend
+      )
+      assert.deepStrictEqual((yield* after.pendingApprovals(conv.id)).map((c) => String(c.tool_call_id)), ["c2"], "only the call without a result is asked again")
+      const next = yield* collect(after.send(conv.id, input(toolResult("c2", "two"), user("again"))))
+      assert.strictEqual(next.at(-1)!.type === "stop_reason" && next.at(-1)!.type, "stop_reason")
+      const context = (yield* after.history(conv.id, { limit: 1000 })).filter((h) => h.inContext && h.item.type !== "user_message")
+      assert.deepStrictEqual(
+        context.map((h) => (h.item.type === "tool_call" || h.item.type === "tool_return" ? `${h.item.type}:${h.item.tool_call_id}` : h.item.type)),
+        ["tool_call:c1", "tool_call:c2", "tool_return:c1", "tool_return:c2", "assistant_message"]
+      )
+      // The text the dead request had shown stays in the trace only.
+      assert.isTrue((yield* after.history(conv.id)).some((h) => h.item.type === "assistant_message" && h.item.content === "reading" && !h.inContext))
     }))
 })

@@ -6,7 +6,10 @@ import { Provider } from "../../src/services/Provider.js"
 import { noCommonArgs } from "../../src/programs/cli/CommonArgs.js"
 import { freshEnv } from "../../src/programs/cli/Env.js"
 import * as Layers from "../../src/programs/cli/Layers.js"
+import { emptyRules } from "../../src/domain/Settings.js"
+import { openDatabase } from "../../src/services/store/sqlite/Open.js"
 import { ROOT } from "../support/cliProcess.js"
+import { tempDir } from "../support/tempDir.js"
 
 /**
  * One composition root: Layers.ts builds every layer of the CLI, Commands.ts provides them, the
@@ -41,5 +44,19 @@ describe("the CLI's composition root", () => {
       const error = yield* Effect.flip(Effect.flatMap(Provider, (p) => Stream.runDrain(p.stream({ system: "", history: [], tools: [] }))).pipe(Effect.provide(model.layer)))
       assert.strictEqual(error._tag, "ProviderInvalidRequest")
       assert.include(error.message, "makes no model calls")
+    }))
+
+  it.scoped("settings `durability`: normal by default (synchronous=NORMAL), `full` opens the store with synchronous=FULL", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      const env = (durability?: "normal" | "full") => ({
+        ...freshEnv({ home: dir, workspace: dir }, noCommonArgs),
+        settings: { file: durability === undefined ? {} : { durability }, rules: emptyRules, sources: [], mcpServers: [] }
+      })
+      const synchronous = (options: ReturnType<typeof Layers.storeOptions>) =>
+        Effect.scoped(Effect.flatMap(openDatabase(options), (sql) => Effect.map(sql<{ synchronous: number }>`PRAGMA synchronous`, ([row]) => row?.synchronous)))
+      assert.strictEqual(yield* synchronous(Layers.storeOptions(env())), 1)
+      assert.strictEqual(yield* synchronous(Layers.storeOptions(env("normal"))), 1)
+      assert.strictEqual(yield* synchronous(Layers.storeOptions(env("full"))), 2)
     }))
 })

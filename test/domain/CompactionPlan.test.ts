@@ -158,6 +158,16 @@ describe("planCompaction", () => {
     assert.deepStrictEqual(planCompaction(context, runId, summarize), Option.some({ summarize: context.slice(0, 3), keep: context.slice(3) }))
   })
 
+  it("results committed as their tools finished sit before the input: the turn stays whole with all of them", () => {
+    // c2's result was committed when its tool finished; c1's came with the run's input.
+    const context = [other(user("u1")), other(assistant("a1")), other(call("c1")), other(call("c2")), other(result("c2")), own(result("c1")), own(user("go on"))]
+    const split = splitContext(context, runId)
+    assert.deepStrictEqual([split.older.length, split.keep.length, split.tail.length], [1, 4, 2])
+    // Every result before the input: the turn is complete and may be summarized with the rest.
+    const answered = [other(user("u1")), other(call("c1")), other(result("c1")), own(user("go on"))]
+    assert.deepStrictEqual(splitContext(answered, runId).older.length, 3)
+  })
+
   it("nothing older than the run's own turn: nothing to compact", () => {
     assert.isTrue(Option.isNone(planCompaction([own(user("u"))], runId, summarize)))
     assert.isTrue(Option.isNone(planCompaction([other(assistant("a")), other(call("c1")), own(result("c1"))], runId, summarize)))

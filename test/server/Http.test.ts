@@ -41,6 +41,24 @@ describe("server HTTP protocol", () => {
       assert.deepStrictEqual([past.events, past.ended], [[], true], "asking past the end gets the end at once")
     }))
 
+  it.scoped("POST /v1/conversations with {} or no body creates a conversation with the server's defaults (201)", () =>
+    Effect.gen(function*() {
+      const local = yield* localBackend.pipe(Effect.provide(deps([])))
+      const server = yield* serveOn(local, { conversationDefaults: { system_prompt: "server default" } })
+      // The third is what `curl -X POST -d '{}'` sends: a form content type.
+      const curl = { method: "POST", body: "{}", headers: { "content-type": "application/x-www-form-urlencoded" } }
+      for (const init of [json({}), { method: "POST" }, curl, json({ title: "named" })]) {
+        const created = yield* fetchJson(`${server.url}/v1/conversations`, init)
+        assert.strictEqual(created.status, 201)
+        const body = created.body as { id: string; settings: { system_prompt: string; tools: ReadonlyArray<unknown> } }
+        assert.strictEqual(body.settings.system_prompt, "server default")
+        assert.deepStrictEqual(body.settings.tools, [])
+        assert.strictEqual((yield* local.getConversation(ConversationId.make(body.id))).settings.system_prompt, "server default")
+      }
+      const explicit = yield* fetchJson(`${server.url}/v1/conversations`, json({ settings: { system_prompt: "mine" } }))
+      assert.strictEqual((explicit.body as { settings: { system_prompt: string } }).settings.system_prompt, "mine")
+    }))
+
   it.scoped("GET /v1/runs/:id/stream resumes after ?after=N; a Last-Event-ID of this run wins; unknown runs are 404", () =>
     Effect.gen(function*() {
       const { client, server } = yield* setup([Turn.text(["a", "b", "c", "d"])])
@@ -177,6 +195,7 @@ describe("server HTTP protocol", () => {
         "GET /v1/runs/{id}/stream",
         "POST /v1/conversations/{id}/cancel",
         "GET /v1/conversations/{id}/pending-approvals",
+        "POST /v1/conversations/{id}/tool-results",
         "GET /v1/conversations/{id}/backfill",
         "POST /v1/conversations/{id}/skip-reconnect-wait",
         "POST /v1/conversations/{id}/compact",
@@ -189,7 +208,7 @@ describe("server HTTP protocol", () => {
       assert.deepStrictEqual(spec.paths["/healthz"]!.get!.security, [])
       assert.deepStrictEqual(spec.paths["/v1/conversations"]!.get!.security, [{ bearer: [] }])
       assert.deepStrictEqual(spec.components.securitySchemes, { bearer: { type: "http", scheme: "bearer" } })
-      for (const name of ["ConversationBusy", "ApprovalPending", "InvalidToolCallIds", "NotFound", "Unauthorized", "InvalidInput"]) {
+      for (const name of ["ConversationBusy", "ApprovalPending", "InvalidToolCallIds", "ToolCallAnswered", "NotFound", "Unauthorized", "InvalidInput"]) {
         assert.property(spec.components.schemas, name)
       }
       const docs = yield* Effect.promise(() => fetch(`${server.url}/docs`).then(async (r) => [r.headers.get("content-type"), await r.text()] as const))

@@ -1,6 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Deferred, Effect, Either, Exit, Option, Ref, Scope } from "effect"
-import type { TaskEvent } from "../../src/domain/Events.js"
+import type { ApprovalDecision, TaskEvent } from "../../src/domain/Events.js"
+import type { ToolReturn } from "../../src/domain/Messages.js"
 import { Otid, ToolCallId } from "../../src/domain/Ids.js"
 import { parseRules } from "../../src/domain/Permissions.js"
 import { emptyRules } from "../../src/domain/Settings.js"
@@ -10,6 +11,7 @@ import { makeToolExecutor } from "../../src/services/tools/Executor.js"
 import { toolCall } from "../support/Calls.js"
 import { fakeTools, makeProbe, settle } from "../support/FakeTools.js"
 import { tempDir } from "../support/tempDir.js"
+import { eventually } from "../support/testing.js"
 
 /**
  * A batch over fake tools that run until released: `a` is allowed and starts, `b` waits for an
@@ -23,13 +25,15 @@ const twoCalls = Effect.gen(function*() {
   const approver: Approver = (request) =>
     request.call.tool_call_id === "a" ? Effect.succeed("allow") : Effect.zipRight(Deferred.succeed(asked, undefined), Effect.never)
   const emitted: Array<TaskEvent> = []
+  const committed: Array<[ToolReturn, ApprovalDecision]> = []
   const deps = {
     executor,
     gate,
     approver,
     emit: (events: ReadonlyArray<TaskEvent>) => Effect.sync(() => void emitted.push(...events)),
     otid: Effect.succeed(Otid.make("o")),
-    executeOptions: {}
+    executeOptions: {},
+    commit: (result: ToolReturn, decision: ApprovalDecision) => Effect.sync(() => committed.push([result, decision]) > 0)
   }
   const fill = (batch: ToolBatch) =>
     Effect.gen(function*() {
@@ -38,12 +42,47 @@ const twoCalls = Effect.gen(function*() {
       yield* Deferred.await(probe.started("a"))
       yield* Deferred.await(asked)
     })
-  return { deps, probe, emitted, fill }
+  return { deps, probe, emitted, committed, fill }
 })
 
 const results = (events: ReadonlyArray<TaskEvent>) => events.flatMap((e) => (e.type === "tool_return" ? [e] : []))
 
 describe("ToolBatch", () => {
+  it.scoped("each result is committed the moment its tool finishes, with its decision, while others still run", () =>
+    Effect.gen(function*() {
+      const probe = makeProbe()
+      const executor = yield* makeToolExecutor({ workspace: yield* tempDir, tools: fakeTools(probe) })
+      const gate = yield* makeGate(Either.getOrThrow(parseRules(emptyRules)), executor.workspace)
+      const committed: Array<string> = []
+      const refused = ToolCallId.make("c")
+      const batch = yield* makeToolBatch({
+        executor,
+        gate,
+        approver: (request) => Effect.succeed(request.call.tool_call_id === "b" ? "deny" : "allow"),
+        emit: () => Effect.void,
+        otid: Effect.sync(() => Otid.make(crypto.randomUUID())),
+        executeOptions: {},
+        // The backend refuses c's result: its decision must then go with the next input.
+        commit: (result, decision) =>
+          Effect.sync(() => {
+            committed.push(`${result.tool_call_id}:${result.status}:${decision.decision}`)
+            return result.tool_call_id !== refused
+          })
+      })
+      yield* batch.add(toolCall("a", "Read", { file_path: "a" }))
+      yield* batch.add(toolCall("b", "Read", { file_path: "b" }))
+      yield* batch.add(toolCall("c", "Read", { file_path: "c" }))
+      yield* Deferred.await(probe.started("c"))
+      yield* probe.release("c")
+      yield* eventually(Effect.sync(() => committed.length === 2), "b and c committed")
+      assert.deepStrictEqual(committed, ["b:denied:deny", "c:success:allow"], "a still runs; b and c are committed already")
+      yield* probe.release("a")
+      const results = yield* batch.settle
+      assert.deepStrictEqual(results.map((r) => r.tool_call_id), ["a", "b", "c"], "settle answers in call order")
+      assert.deepStrictEqual(committed.at(-1), "a:success:allow", "settle returned after the last commit")
+      assert.deepStrictEqual((yield* batch.uncommittedDecisions).map((d) => d.tool_call_id), ["c"])
+    }))
+
   it.scoped("abort stops the approver and the running tools and waits for them: nothing is shown after it", () =>
     Effect.gen(function*() {
       const { deps, emitted, fill, probe } = yield* twoCalls

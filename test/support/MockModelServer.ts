@@ -32,6 +32,10 @@
  *   stallAfter   send N SSE events, then keep the connection open and silent
  *   cutAfter     send N SSE events, then destroy the socket (connection reset mid-stream)
  *   truncateAt   send only the first N bytes of the body, then end the response cleanly
+ *   eventDelayMs wait this long before each SSE event after the first (a model that streams slowly)
+ * `make({ respond })` answers from the request itself once the queue is empty (a model that reads its
+ * context: the soak's). Each recorded request carries `receivedAt` (wall-clock ms), so a test can
+ * measure the delay a client left between two requests.
  * A request with no reply left is answered 400 with an explanatory error body (never retried).
  */
 import { Effect, type Scope } from "effect"
@@ -47,6 +51,7 @@ export interface Faults {
   readonly stallAfter?: number
   readonly cutAfter?: number
   readonly truncateAt?: number
+  readonly eventDelayMs?: number
 }
 
 export type Reply =
@@ -68,6 +73,10 @@ export interface RecordedRequest {
   readonly headers: Http.IncomingHttpHeaders
   readonly body: string
   readonly json: unknown
+  /** When its body had arrived (Date.now()). */
+  readonly receivedAt: number
+  /** When its response was complete or its connection closed, whichever came first (undefined while open). */
+  readonly endedAt: () => number | undefined
 }
 
 export const FIXTURES = Path.join(import.meta.dirname, "..", "fixtures")
@@ -161,16 +170,37 @@ const serve = (reply: Reply, wire: Wire | undefined, model: string, res: Http.Se
       return
     }
     const limit = faults.stallAfter ?? faults.cutAfter ?? events.length
-    for (const event of events.slice(0, limit)) res.write(event)
-    if (faults.cutAfter !== undefined) res.socket?.destroy()
-    else if (faults.stallAfter === undefined) res.end()
+    const finish = () => {
+      // The reset comes after the events sent so far have left: a client sees them, then the cut.
+      if (faults.cutAfter !== undefined) res.write("\n", () => res.socket?.destroy())
+      else if (faults.stallAfter === undefined) res.end()
+    }
+    const delay = faults.eventDelayMs ?? 0
+    if (delay <= 0) {
+      for (const event of events.slice(0, limit)) res.write(event)
+      return finish()
+    }
+    let next = 0
+    let timer: ReturnType<typeof setTimeout> | undefined
+    onClose(() => clearTimeout(timer))
+    const pace = () => {
+      if (res.destroyed) return
+      if (next >= limit) return finish()
+      res.write(events[next++])
+      timer = setTimeout(pace, delay)
+    }
+    pace()
   }
   if (faults.delayMs === undefined) return send()
   const timer = setTimeout(send, faults.delayMs)
   onClose(() => clearTimeout(timer))
 }
 
-export const make = (options: { readonly replies?: ReadonlyArray<Reply> } = {}): Effect.Effect<MockModelServer, never, Scope.Scope> =>
+export const make = (options: {
+  readonly replies?: ReadonlyArray<Reply>
+  /** Answers a request when no scripted reply is left. */
+  readonly respond?: (request: RecordedRequest) => Reply
+} = {}): Effect.Effect<MockModelServer, never, Scope.Scope> =>
   Effect.gen(function*() {
     const queue: Array<Reply> = [...(options.replies ?? [])]
     const recorded: Array<RecordedRequest> = []
@@ -185,14 +215,29 @@ export const make = (options: { readonly replies?: ReadonlyArray<Reply> } = {}):
       req.on("end", () => {
         const body = Buffer.concat(chunks).toString("utf8")
         const json = parse(body)
-        const request: RecordedRequest = { index: recorded.length + 1, method: req.method ?? "", path: req.url ?? "", headers: req.headers, body, json }
+        let endedAt: number | undefined
+        const ended = () => {
+          endedAt ??= Date.now()
+        }
+        res.once("finish", ended)
+        res.once("close", ended)
+        const request: RecordedRequest = {
+          endedAt: () => endedAt,
+          index: recorded.length + 1,
+          method: req.method ?? "",
+          path: req.url ?? "",
+          headers: req.headers,
+          body,
+          json,
+          receivedAt: Date.now()
+        }
         recorded.push(request)
         res.on("close", () => {
           closed.add(request.index)
           wakeAll()
         })
         wakeAll()
-        const reply = queue.shift()
+        const reply = queue.shift() ?? options.respond?.(request)
         if (reply === undefined) {
           res.writeHead(400, { "content-type": "application/json" })
           res.end(JSON.stringify({

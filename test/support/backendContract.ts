@@ -4,6 +4,7 @@ import type { Chunk } from "../../src/domain/Events.js"
 import * as PE from "../../src/domain/ProviderError.js"
 import { Backend } from "../../src/services/Backend.js"
 import { ProviderScript, type ScriptEntry, Turn } from "../../src/services/provider/Scripted.js"
+import { resultsContract } from "./contract/results.js"
 import { awaitSleeps, collect, eventually, input, toolResult, types, user } from "./testing.js"
 
 /** Builds a fresh Backend (and the scripted model behind it) for one test. */
@@ -337,6 +338,8 @@ export const backendContract = (name: string, make: MakeBackend) =>
           yield* script.push(Turn.text("fine"))
           assert.strictEqual(textOf(yield* collect(backend.send(conv.id, input(user("again"))))), "fine")
         })))
+
+    resultsContract(withBackend)
 
     it.effect("history and backfill are chronological", () =>
       withBackend([Turn.text("one"), Turn.text("two")], (backend) =>

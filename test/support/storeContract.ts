@@ -1,4 +1,5 @@
 import { describe } from "@effect/vitest"
+import { answersContract } from "./contract/answers.js"
 import { conversationContract } from "./contract/conversations.js"
 import type { MakeStore } from "./contract/fixtures.js"
 import { itemContract } from "./contract/items.js"
@@ -12,4 +13,5 @@ export const storeContract = (name: string, makeStore: MakeStore) =>
     itemContract(makeStore)
     resumeContract(makeStore)
     runContract(makeStore)
+    answersContract(makeStore)
   })

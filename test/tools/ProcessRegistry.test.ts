@@ -7,6 +7,7 @@ import { makeToolExecutor } from "../../src/services/tools/Executor.js"
 import { isAlive, readProcStat } from "../../src/services/ProcessIdentity.js"
 import { killGroup, liveMembers } from "../../src/services/ProcessGroup.js"
 import { OWNER_ENV } from "../../src/services/ProcessRegistry.js"
+import { GATE } from "../../src/services/tools/Bash.js"
 import { toolCall } from "../support/Calls.js"
 import { tempDir } from "../support/tempDir.js"
 import { awaitFileText } from "../support/Processes.js"
@@ -58,7 +59,44 @@ describe("process registry (reaping what a crash left)", () => {
       assert.sameMembers(Fs.readdirSync(registry), [`${sibling.pgid}.json`])
     }))
 
-  it.scopedLive("a running Bash is recorded, and the record goes when the group is gone", () =>
+  it.scopedLive("a dead owner's marked group that no record names is found and killed; a live owner's is not", () =>
+    Effect.gen(function*() {
+      const root = yield* tempDir
+      const registry = Path.join(root, "processes")
+      const workspace = Path.join(root, "ws")
+      Fs.mkdirSync(workspace)
+      const deadOwner = { pid: process.pid, startTime: "2" }
+      const unrecorded = yield* leftoverGroup(root, { [OWNER_ENV]: `${deadOwner.pid}:${deadOwner.startTime}` })
+      const liveOwner = { pid: process.pid, startTime: readProcStat("self")!.startTime }
+      const sibling = yield* leftoverGroup(root, { [OWNER_ENV]: `${liveOwner.pid}:${liveOwner.startTime}` })
+
+      yield* makeToolExecutor({ workspace, processRegistryDir: registry, limits: { killGraceMs: 200 } })
+
+      assert.isFalse(unrecorded.pids.some(isAlive), "the unrecorded orphan is gone")
+      assert.isTrue(sibling.pids.every(isAlive), "a live owner's shell is left alone")
+    }))
+
+  it.scopedLive("the gated shell runs nothing until released, and exits without running the command if its releaser dies", () =>
+    Effect.gen(function*() {
+      const root = yield* tempDir
+      const gated = (marker: string) =>
+        spawn("bash", ["-c", GATE, "bash", `touch ${Path.join(root, marker)}`], { stdio: ["ignore", "ignore", "ignore", "pipe"] })
+      const exitOf = (child: ReturnType<typeof gated>) =>
+        Effect.async<number | null>((resume) => void child.once("exit", (code) => resume(Effect.succeed(code))))
+      // The releaser "dies": its end of the gate closes without the word.
+      const abandoned = gated("abandoned")
+      const gate = abandoned.stdio[3]
+      if (gate !== null && gate !== undefined && "end" in gate) gate.end()
+      assert.strictEqual(yield* exitOf(abandoned), 125)
+      assert.isFalse(Fs.existsSync(Path.join(root, "abandoned")))
+      const released = gated("released")
+      const go = released.stdio[3]
+      if (go !== null && go !== undefined && "end" in go) go.end("go\n")
+      assert.strictEqual(yield* exitOf(released), 0)
+      assert.isTrue(Fs.existsSync(Path.join(root, "released")))
+    }))
+
+  it.scopedLive("a running Bash is recorded before its command starts, and the record goes when the group is gone", () =>
     Effect.gen(function*() {
       const root = yield* tempDir
       const registry = Path.join(root, "processes")

@@ -2,11 +2,13 @@
  * programs/backend/ is the stateful side of Baton: this module's local backend layer (the Backend
  * port over Store + Provider, in process), the conversation actors (one job per conversation:
  * ConversationActors, Jobs), the run (one model request and its reconnects: Run, StreamRequest), the
- * run log (commit, then publish; follow from a seq: RunLog), compaction (Compaction), the dead-run
- * rule applied at start-up (DeadRuns) and the title (Title). `baton serve` hosts the same layer; the
+ * run log (commit, then publish; follow from a seq: RunLog), tool results committed as they finish
+ * (Results), compaction (Compaction), the dead-run rule applied at start-up (DeadRuns) and the title
+ * (Title). `baton serve` hosts the same layer; the
  * client side (programs/session) reaches it only through the Backend port.
  */
 import { Effect, Layer, Stream } from "effect"
+import { NotFound } from "../../domain/Errors.js"
 import { type Budgets, turnBudgets } from "../../domain/Recovery.js"
 import { Backend } from "../../services/Backend.js"
 import { currentOwner } from "../../services/ProcessIdentity.js"
@@ -14,6 +16,7 @@ import { Store } from "../../services/Store.js"
 import { Compactions } from "./Compaction.js"
 import { makeActors } from "./ConversationActors.js"
 import { closeDeadRuns } from "./DeadRuns.js"
+import { awaiting } from "./Results.js"
 import { Runs } from "./Run.js"
 import { Titles } from "./Title.js"
 
@@ -39,7 +42,8 @@ export const makeBackendLocal = Effect.fn("BackendLocal.make")(
       send: (id, input) => Stream.unwrap(actors.send(id, input)),
       streamRun: (runId, opts) => Stream.unwrap(Effect.zipRight(store.getRun(runId), actors.follow(runId, opts?.after ?? 0))),
       cancel: actors.cancel,
-      pendingApprovals: (id) => store.pendingApprovals(id),
+      submitResult: (id, result, opts) => actors.submitResult(id, result, opts?.decision),
+      pendingApprovals: (id) => awaiting(store, id),
       history: (id, cursor) => store.listItems(id, cursor),
       backfill: (id) => store.backfill(id),
       skipReconnectWait: actors.skipReconnectWait,
@@ -49,7 +53,17 @@ export const makeBackendLocal = Effect.fn("BackendLocal.make")(
         return yield* compactions.compactability(conversation, yield* actors.isBusy(id))
       }),
       generateTitle: titles.generate,
-      exportTrace: (id, segment) => store.exportSegment(id, segment)
+      exportTrace: Effect.fn("BackendLocal.exportTrace")(function*(id, segment) {
+        const last = yield* store.currentSegment(id)
+        if (!Number.isInteger(segment) || segment < 1 || segment > last) {
+          return yield* new NotFound({
+            entity: "segment",
+            id: String(segment),
+            message: `no trace segment ${segment}: conversation ${id} has segment${last === 1 ? " 1" : `s 1 to ${last}`}`
+          })
+        }
+        return yield* store.exportSegment(id, segment)
+      })
     })
   },
   Effect.provide(programs)

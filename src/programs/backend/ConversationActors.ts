@@ -5,8 +5,10 @@ import type { BackendError, StoreError } from "../../domain/Errors.js"
 import { busyWith, InvalidInput } from "../../domain/Errors.js"
 import type { Chunk, CompactionReason } from "../../domain/Events.js"
 import type { NewItem } from "../../domain/History.js"
-import { type ConversationId, Otid, type RunId } from "../../domain/Ids.js"
-import { validateInput } from "../../domain/InputValidation.js"
+import type { ApprovalDecision } from "../../domain/Events.js"
+import { type ConversationId, Otid, type RunId, type ToolCallId } from "../../domain/Ids.js"
+import type { ToolReturn } from "../../domain/Messages.js"
+import { planInput } from "../../domain/ToolResults.js"
 import type { Budgets } from "../../domain/Recovery.js"
 import { skippableWait } from "../../domain/RecoverySchedule.js"
 import { activityOf, type SendInput } from "../../domain/Run.js"
@@ -14,6 +16,7 @@ import { Store } from "../../services/Store.js"
 import { Compactions } from "./Compaction.js"
 import { type Job, makeJobs } from "./Jobs.js"
 import { Runs } from "./Run.js"
+import { openTurn, submitResult as commitResult } from "./Results.js"
 import { followStored, makeRunLog, type RunLog } from "./RunLog.js"
 
 export interface Actors {
@@ -27,6 +30,8 @@ export interface Actors {
   readonly compact: (id: ConversationId, reason: CompactionReason) => Effect.Effect<Stream.Stream<Chunk, BackendError>, BackendError>
   /** A run or a compaction is active on the conversation, here or in another process. */
   readonly isBusy: (id: ConversationId) => Effect.Effect<boolean, StoreError>
+  /** Commits one tool result as its tool finished (see Results.submitResult). */
+  readonly submitResult: (id: ConversationId, result: ToolReturn, decision?: ApprovalDecision) => Effect.Effect<void, BackendError>
 }
 
 /** How a job is admitted: the run this request already started (its otid), else a new one. */
@@ -35,6 +40,19 @@ interface Admission<E> {
   readonly existing?: Effect.Effect<Option.Option<RunId>, E>
   readonly create: Effect.Effect<{ readonly runId: RunId; readonly lastSeq: number }, E>
 }
+
+/** The run log as a job's run uses it: the calls it streams are noted before they are committed (and seen). */
+const tracksCalls = (log: RunLog, calls: Ref.Ref<ReadonlySet<ToolCallId>>): RunLog => ({
+  ...log,
+  emit: (entries, options) =>
+    Effect.zipRight(
+      Ref.update(calls, (known) => {
+        const ids = entries.flatMap((e) => (e.event.type === "tool_call" ? [e.event.tool_call_id] : []))
+        return ids.length === 0 ? known : new Set([...known, ...ids])
+      }),
+      log.emit(entries, options)
+    )
+})
 
 type JobBody = (log: RunLog, job: Pick<Job, "cancelRequested" | "skip">, onStopped: Effect.Effect<void>) => Effect.Effect<void, unknown>
 
@@ -70,7 +88,8 @@ export const makeActors = Effect.fn("Actors.make")(function*(options: {
         const active = yield* activeJob(id)
         if (Option.isSome(active)) return yield* busyWith(id, active.value.runId, active.value.activity)
         const { lastSeq, runId } = yield* admit.create
-        const log = yield* makeRunLog(store, { conversationId: id, runId, lastSeq })
+        const calls = yield* Ref.make<ReadonlySet<ToolCallId>>(new Set())
+        const log = tracksCalls(yield* makeRunLog(store, { conversationId: id, runId, lastSeq }), calls)
         const cancelRequested = yield* Ref.make(false)
         const skip = yield* Ref.make(yield* Deferred.make<void>())
         const go = yield* Deferred.make<void>()
@@ -81,7 +100,7 @@ export const makeActors = Effect.fn("Actors.make")(function*(options: {
           Effect.ensuring(onStopped),
           Effect.forkIn(scope)
         )
-        yield* jobs.add({ conversationId: id, runId, kind, log, fiber, cancelRequested, skip })
+        yield* jobs.add({ conversationId: id, runId, kind, log, fiber, cancelRequested, skip, calls })
         yield* Deferred.succeed(go, undefined)
         return runId
       })
@@ -97,16 +116,16 @@ export const makeActors = Effect.fn("Actors.make")(function*(options: {
     if (first === undefined) return yield* new InvalidInput({ message: "a run needs at least one input message" })
     const conversation = yield* store.getConversation(id)
     const create = Effect.gen(function*() {
-      const pending = yield* store.pendingApprovals(id)
-      const ordered = yield* Either.match(validateInput(id, input.messages, pending), {
-        onLeft: Effect.fail,
-        onRight: Effect.succeed
-      })
+      const turn = yield* openTurn(store, id)
+      const given = input.messages.flatMap((m) => (m.type === "tool_return" ? [m.tool_call_id] : []))
+      const returns = given.length === 0 ? turn.returns : yield* store.toolReturns(id, [...turn.pending.map((c) => c.tool_call_id), ...given])
+      const plan = yield* Either.match(planInput(id, input.messages, turn.pending, returns), { onLeft: Effect.fail, onRight: Effect.succeed })
       const { run } = yield* store.createRun(id, first.otid, "turn", { owner: options.owner })
       const events: ReadonlyArray<NewItem> = (input.events ?? []).map((item) => ({ item: { ...item, run_id: run.id } }))
       yield* store.commit({
         conversationId: id,
-        items: [...events, ...ordered.map((message): NewItem => ({ item: { ...message, run_id: run.id } }))]
+        items: [...events, ...plan.items.map((n): NewItem => ({ ...n, item: { ...n.item, run_id: run.id } }))],
+        expectOpen: plan.answers
       }).pipe(Effect.catchTag("ChunkSeqError", Effect.die))
       return { runId: run.id, lastSeq: run.lastSeq }
     })
@@ -146,8 +165,8 @@ export const makeActors = Effect.fn("Actors.make")(function*(options: {
           const { id: runId, kind } = foreign.value
           return yield* busyWith(id, runId, activityOf(kind), `run ${runId} belongs to another Baton process; stop it there`)
         }
-        const pending = yield* store.pendingApprovals(id)
-        const items: ReadonlyArray<NewItem> = closeCalls(pending, carryOver)
+        const { held, pending } = yield* openTurn(store, id)
+        const items: ReadonlyArray<NewItem> = closeCalls(pending, carryOver, held)
         if (items.length > 0) {
           yield* store.commit({ conversationId: id, items }).pipe(Effect.catchTag("ChunkSeqError", Effect.die))
         }
@@ -193,6 +212,15 @@ export const makeActors = Effect.fn("Actors.make")(function*(options: {
     return Option.isSome(yield* activeJob(id))
   })
 
-  const actors: Actors = { send, follow, cancel, skipReconnectWait, compact, isBusy }
+  const submitResult = Effect.fn("Actors.submitResult")(function*(id: ConversationId, result: ToolReturn, decision?: ApprovalDecision) {
+    // Under admission: a result and a run's input, or a cancel, never both answer one call.
+    yield* admission.withPermits(1)(Effect.gen(function*() {
+      const job = yield* jobs.get(id)
+      const streamed = Option.isSome(job) && (yield* Ref.get(job.value.calls)).has(result.tool_call_id)
+      yield* commitResult(store, id, result, { decision, streamedBy: streamed && Option.isSome(job) ? job.value.runId : undefined })
+    }))
+  })
+
+  const actors: Actors = { send, follow, cancel, skipReconnectWait, compact, isBusy, submitResult }
   return actors
 })

@@ -2,6 +2,7 @@ import { Effect, Stream } from "effect"
 import type { Chunk, TaskEvent } from "../../domain/Events.js"
 import type { NewItem } from "../../domain/History.js"
 import type { Run } from "../../domain/Run.js"
+import { issuedCalls } from "../../domain/ToolResults.js"
 import { ownerAlive } from "../../services/ProcessIdentity.js"
 import { Store } from "../../services/Store.js"
 import { makeRunLog } from "./RunLog.js"
@@ -17,7 +18,9 @@ const attemptOf = (chunk: Chunk | undefined): number => (chunk?.type === "reques
  * The dead-run rule, at start-up: every run left `running` by a process that died is closed, so its
  * conversation is never stuck busy: request_end{failed} (if a request was open), stop_reason{error},
  * and the messages the stream had shown kept in the trace (never the model context: the request did
- * not complete). A run that cannot be closed is logged and left.
+ * not complete). The complete tool calls it issued are the exception: they may have run, and their
+ * results may be committed already, so they stand in the context as pending calls. A resumed client
+ * then asks again only for those that have no result. A run that cannot be closed is logged and left.
  */
 export const closeDeadRuns = Effect.fn("DeadRuns.closeAll")(function*() {
   const store = yield* Store
@@ -27,8 +30,9 @@ export const closeDeadRuns = Effect.fn("DeadRuns.closeAll")(function*() {
     const lastEnd = chunks.findLastIndex((c) => c.type === "request_end")
     const lastBegin = chunks.findLastIndex((c) => c.type === "request_begin")
     const openRequest = lastBegin > lastEnd
+    const issued = new Set(run.kind === "turn" ? issuedCalls(chunks) : [])
     const shown = chunks.filter((c, i) =>
-      c.type === "tool_call" || (i > lastEnd && (c.type === "assistant_message" || c.type === "reasoning_message"))
+      (c.type === "tool_call" && !issued.has(c)) || (i > lastEnd && (c.type === "assistant_message" || c.type === "reasoning_message"))
     )
     // Text still streaming when the process died exists only as deltas; keep it in the trace too.
     const lastMessage = chunks.findLastIndex((c) => c.type === "assistant_message" || c.type === "tool_call" || c.type === "reasoning_message")
@@ -44,6 +48,7 @@ export const closeDeadRuns = Effect.fn("DeadRuns.closeAll")(function*() {
     yield* log.emit(last.map((event) => ({ event, record: "item" as const })), {
       before: [
         ...shown.map((item): NewItem => ({ item, traceOnly: true })),
+        ...[...issued].map((item): NewItem => ({ item })),
         ...(openRequest && openText.length > 0
           ? [{ item: { type: "assistant_message", content: openText, run_id: run.id }, traceOnly: true } satisfies NewItem]
           : [])

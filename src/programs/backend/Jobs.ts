@@ -1,5 +1,5 @@
 import { type Deferred, Effect, type Fiber, Option, Ref } from "effect"
-import type { ConversationId, RunId } from "../../domain/Ids.js"
+import type { ConversationId, RunId, ToolCallId } from "../../domain/Ids.js"
 import type { RunLog } from "./RunLog.js"
 
 /**
@@ -18,6 +18,8 @@ export interface Job {
   readonly cancelRequested: Ref.Ref<boolean>
   /** Completed by skipReconnectWait; replaced at each wait. */
   readonly skip: Ref.Ref<Deferred.Deferred<void>>
+  /** The tool calls this job has streamed: a result for one may arrive before the run commits it. */
+  readonly calls: Ref.Ref<ReadonlySet<ToolCallId>>
 }
 
 export interface Jobs {

@@ -1,5 +1,5 @@
 import { Chunk as EChunk, Effect, Option, PubSub, Ref, Stream } from "effect"
-import type { ChunkSeqError, NotFound, StoreError } from "../../domain/Errors.js"
+import type { ChunkSeqError, NotFound, StoreError, ToolCallAnswered } from "../../domain/Errors.js"
 import type { Chunk, StopReasonValue, TaskEvent } from "../../domain/Events.js"
 import type { NewItem } from "../../domain/History.js"
 import type { ConversationId, RunId } from "../../domain/Ids.js"
@@ -44,7 +44,7 @@ export interface Finish {
   readonly onCommitted: Effect.Effect<void>
 }
 
-export type WriteError = StoreError | NotFound | ChunkSeqError
+export type WriteError = StoreError | NotFound | ChunkSeqError | ToolCallAnswered
 
 const isStop = (chunk: Chunk): boolean => chunk.type === "stop_reason"
 

@@ -2,7 +2,7 @@ import * as Effect from "effect/Effect"
 import type * as Layer from "effect/Layer"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
-import type { ConfigError } from "../../domain/Errors.js"
+import { ConfigError } from "../../domain/Errors.js"
 import type { Provider } from "../../services/Provider.js"
 import { chat as chatProgram } from "./ChatCommand.js"
 import { type CommonArgs, noCommonArgs } from "./CommonArgs.js"
@@ -27,14 +27,28 @@ import { exportSession, listSessions, showSession } from "./SessionsCommand.js"
  * for SQLite, the providers or the tools.
  */
 
+/**
+ * The prompt from its words, or stdin for `-`. A word that looks like an option is refused: the
+ * parser hands unknown options to the prompt, and a mistyped flag must not become a task.
+ */
 const readPrompt = (words: ReadonlyArray<string>) =>
-  Effect.sync(() => (words.length === 1 && words[0] === "-" ? Fs.readFileSync(0, "utf8") : words.join(" ")))
+  Effect.gen(function*() {
+    const option = words.find((w) => /^--[A-Za-z]/.test(w))
+    if (option !== undefined) {
+      return yield* new ConfigError({
+        source: "command line",
+        field: option,
+        message: `unknown option ${option} (see baton run --help); a prompt that starts with a dash can be given on stdin with \`-\``
+      })
+    }
+    return words.length === 1 && words[0] === "-" ? Fs.readFileSync(0, "utf8") : words.join(" ")
+  })
 
 export const run = Effect.fn("Commands.run")(function*(args: CommonArgs, options: { readonly json: boolean; readonly prompt: ReadonlyArray<string> }) {
   const io = nodeIo()
+  const prompt = yield* readPrompt(options.prompt)
   const env = yield* resolveEnv(args, io.cwd())
   const model = yield* Layers.model(env)
-  const prompt = yield* readPrompt(options.prompt)
   yield* runTask(io, { env, prompt: [prompt], json: options.json }).pipe(Effect.scoped, Effect.provide(Layers.task(env, model.layer)))
 })
 

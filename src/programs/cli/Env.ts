@@ -29,6 +29,10 @@ const noSettings: LoadedSettings = { file: {}, rules: emptyRules, sources: [], m
 /** `cwd` is the workspace when `--workspace` is absent. */
 export const resolveEnv = (args: CommonArgs, cwd: string): Effect.Effect<AppEnv, ConfigError> =>
   Effect.gen(function*() {
+    // Checked before anything opens the store: a blank id must not leave a store file behind.
+    if (args.conversation !== undefined && args.conversation.trim() === "") {
+      return yield* new ConfigError({ source: "--conversation", field: "conversation", message: "--conversation needs a conversation id" })
+    }
     const home = Path.resolve(args.home ?? defaultHome())
     // Real (symlinks resolved), as the ToolExecutor and conversations record it.
     const workspace = yield* resolveWorkspace(args.workspace ?? cwd)

@@ -9,13 +9,14 @@ import { layerRemote } from "../../services/backend/Remote.js"
 import { layerNone as noMcpServers, type McpClients } from "../../services/McpClients.js"
 import { Provider } from "../../services/Provider.js"
 import { layerFromSettings } from "../../services/provider/Config.js"
-import { layerSqlite } from "../../services/store/Sqlite.js"
+import { layerSqlite, type SqliteOptions } from "../../services/store/Sqlite.js"
 import type { Store } from "../../services/Store.js"
 import type { ToolExecutor } from "../../services/ToolExecutor.js"
 import * as ToolExecutorLive from "../../services/tools/Executor.js"
 import { layerLocal } from "../backend/BackendLocal.js"
 import { type BatonServer, serve, type ServeOptions, type ServerStartError } from "../server/Server.js"
-import { type AppEnv, databaseUrl, describeProvider, providerSettings, serverToken, storeFile } from "./Env.js"
+import { DEFAULT_SYSTEM_PROMPT } from "../session/Session.js"
+import { type AppEnv, conversationSettings, databaseUrl, describeProvider, providerSettings, serverToken, storeFile } from "./Env.js"
 import { mcpServerConfigs } from "./McpServers.js"
 import { VERSION } from "./Version.js"
 
@@ -62,14 +63,18 @@ export const paced = (deltaMs: number, firstMs: number): Layer.Layer<Provider, n
 export const demoModel = (cassette: string, options: { readonly fast: boolean }): Layer.Layer<Provider, ConfigError> =>
   options.fast ? replay(cassette) : paced(18, 500).pipe(Layer.provide(replay(cassette)))
 
+/** The home's SQLite file, as durable as the settings ask (`durability`: normal by default, or full). */
+export const storeOptions = (env: AppEnv): SqliteOptions => ({ filename: storeFile(env), synchronous: env.settings.file.durability ?? "normal" })
+
 /**
  * Where conversations live: the home's SQLite file, or the PostgreSQL database of `--database` /
- * BATON_DATABASE_URL (loaded only then: a SQLite user never loads the PostgreSQL driver).
+ * BATON_DATABASE_URL (loaded only then: a SQLite user never loads the PostgreSQL driver; its
+ * durability is the server's own `synchronous_commit`).
  */
 const store = (env: AppEnv): Layer.Layer<Store, ConfigError | StoreError> =>
   Layer.unwrapEffect(Effect.gen(function*() {
     const url = yield* databaseUrl(env)
-    if (url === undefined) return layerSqlite({ filename: storeFile(env) })
+    if (url === undefined) return layerSqlite(storeOptions(env))
     const StorePg = yield* Effect.promise(() => import("../../services/store/Pg.js"))
     return StorePg.layer({ url })
   }))
@@ -136,4 +141,6 @@ export const server = (
   provider: Layer.Layer<Provider, ConfigError>,
   options: ServeOptions
 ): Layer.Layer<BatonServer, ServerStartError | ConfigError | StoreError> =>
-  serve(options).pipe(Layer.provide(localBackend(env, provider)))
+  serve({ conversationDefaults: { system_prompt: DEFAULT_SYSTEM_PROMPT, ...conversationSettings(env) }, ...options }).pipe(
+    Layer.provide(localBackend(env, provider))
+  )

@@ -2,11 +2,12 @@ import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import { HttpApiDecodeError } from "@effect/platform/HttpApiError"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
 import { Cause, Effect, Option, Redacted, Ref, Schema } from "effect"
 import * as Crypto from "node:crypto"
 import { InvalidInput, StreamBroken, Unauthorized } from "../../domain/Errors.js"
 import { BatonApi } from "../../services/backend/HttpApi.js"
-import { UnauthorizedJson, UnavailableJson } from "../../services/backend/HttpErrors.js"
+import { PayloadTooLargeJson, UnauthorizedJson, UnavailableJson } from "../../services/backend/HttpErrors.js"
 
 /** 127.0.0.0/8, ::1 (also IPv4-mapped) and `localhost`; everything else may be reachable from elsewhere. */
 export const isLoopbackHost = (host: string): boolean => {
@@ -43,6 +44,21 @@ const shuttingDown = HttpServerResponse.unsafeJson(
   { status: 503, headers: { connection: "close" } }
 )
 
+/** The default limit of a request body: far above any run's input, far below what could exhaust memory. */
+export const DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024
+
+const tooLarge = (limit: number) =>
+  HttpServerResponse.unsafeJson(
+    Schema.encodeSync(PayloadTooLargeJson)(new InvalidInput({ message: `the request body is larger than the limit of ${limit} bytes` })),
+    { status: 413, headers: { connection: "close" } }
+  )
+
+/** A body that outgrew the limit while it was read (one sent without content-length). */
+const exceededLimit = (cause: Cause.Cause<unknown>): boolean =>
+  [...Cause.failures(cause), ...Cause.defects(cause)].some((e) =>
+    typeof e === "object" && e !== null && "_tag" in e && e._tag === "RequestError" && "cause" in e &&
+    e.cause instanceof Error && e.cause.message === "maxBytes exceeded")
+
 /** A request body that is not JSON dies inside HttpApi; the client should hear invalid_input instead. */
 const toInvalidInput = (cause: Cause.Cause<unknown>): Option.Option<InvalidInput> => {
   const failure = Cause.failureOption(cause)
@@ -59,18 +75,37 @@ const toInvalidInput = (cause: Cause.Cause<unknown>): Option.Option<InvalidInput
 
 /**
  * The gate in front of every route (API, /openapi.json, /docs): refuses everything while the server
- * drains, checks the bearer token except on /healthz, and turns undecodable requests into invalid_input.
+ * drains, checks the bearer token except on /healthz, refuses a body over the limit (413, before it is
+ * read when its length is declared, else as soon as it outgrows the limit), and turns undecodable
+ * requests into invalid_input.
  */
-export const gateLayer = (options: { readonly token: Redacted.Redacted<string> | undefined; readonly draining: Ref.Ref<boolean> }) => {
+export const gateLayer = (options: {
+  readonly token: Redacted.Redacted<string> | undefined
+  readonly draining: Ref.Ref<boolean>
+  readonly maxBodyBytes: number
+}) => {
   const authorized = options.token === undefined ? () => true : bearerCheck(options.token)
+  const limit = options.maxBodyBytes
   return HttpApiBuilder.middleware(BatonApi, (app) =>
     Effect.gen(function*() {
       const request = yield* HttpServerRequest.HttpServerRequest
       if (yield* Ref.get(options.draining)) return shuttingDown
       const path = request.url.split("?")[0] ?? ""
       if (!PUBLIC_PATHS.has(path) && !authorized(request.headers.authorization)) return unauthorized
+      if (Number(request.headers["content-length"] ?? 0) > limit) {
+        // Read and dropped, never kept: the client gets the answer instead of a reset mid-upload.
+        NodeHttpServerRequest.toIncomingMessage(request).resume()
+        return tooLarge(limit)
+      }
       return yield* app.pipe(
-        Effect.catchAllCause((cause) => Option.match(toInvalidInput(cause), { onNone: () => Effect.failCause(cause), onSome: Effect.fail }))
+        HttpServerRequest.withMaxBodySize(Option.some(limit)),
+        Effect.catchAllCause((cause) =>
+          exceededLimit(cause)
+            ? Effect.sync(() => {
+              NodeHttpServerRequest.toIncomingMessage(request).resume()
+              return tooLarge(limit)
+            })
+            : Option.match(toInvalidInput(cause), { onNone: () => Effect.failCause(cause), onSome: Effect.fail }))
       )
     }))
 }

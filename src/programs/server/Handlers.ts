@@ -1,15 +1,20 @@
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
+import type * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { Effect, Layer, ParseResult, Schema } from "effect"
+import { Conversation, type ConversationSettingsInput } from "../../domain/Conversation.js"
 import { InvalidInput } from "../../domain/Errors.js"
 import type { Chunk } from "../../domain/Events.js"
 import type { RunId } from "../../domain/Ids.js"
 import { Backend } from "../../services/Backend.js"
-import { BatonApi, CarryOverJson } from "../../services/backend/HttpApi.js"
+import { BatonApi, CarryOverJson, CreateConversationJson } from "../../services/backend/HttpApi.js"
 import { type SseOptions, sseResponse } from "./Sse.js"
 
 /** What the handlers need from the server around them. */
 export interface HandlerContext {
   readonly sse: SseOptions
+  /** What a conversation created without settings starts with (the server's settings files). */
+  readonly defaults: ConversationSettingsInput
   /** Called with the first chunk of every run started here, so shutdown can wait for it. */
   readonly track: (first: Chunk) => Effect.Effect<void>
 }
@@ -28,16 +33,39 @@ export const resumeAfter = (runId: RunId, lastEventId: string | undefined, after
 }
 
 const decodeCarryOver = Schema.decodeUnknown(Schema.parseJson(CarryOverJson))
+const decodeCreate = Schema.decodeUnknown(Schema.parseJson(CreateConversationJson))
 
-const conversations = HttpApiBuilder.group(BatonApi, "conversations", (handlers) =>
+/** A body that may be absent: empty means `{}`; anything else must decode, or it is InvalidInput naming `what`. */
+const optionalBody = <A>(request: HttpServerRequest.HttpServerRequest, what: string, decode: (text: string) => Effect.Effect<A, ParseResult.ParseError>, empty: A) =>
+  Effect.gen(function*() {
+    // A body over the limit is the gate's to answer (413); any other read failure is the request's.
+    const text = yield* Effect.catchAll(request.text, (e) =>
+      e.cause instanceof Error && e.cause.message === "maxBytes exceeded"
+        ? Effect.die(e)
+        : Effect.fail(new InvalidInput({ message: "could not read the request body" })))
+    if (text.trim() === "") return empty
+    return yield* Effect.mapError(decode(text), (e) => new InvalidInput({ message: `invalid ${what}: ${ParseResult.TreeFormatter.formatErrorSync(e)}` }))
+  })
+
+const conversations = (context: HandlerContext) => HttpApiBuilder.group(BatonApi, "conversations", (handlers) =>
   Effect.map(Backend, (backend) =>
     handlers
-      .handle("create", ({ payload }) =>
-        backend.createConversation(payload.settings, payload.title === undefined ? undefined : { title: payload.title }))
+      // Raw, so that a POST without a body creates a conversation with the defaults, like `{}`.
+      .handleRaw("create", ({ request }) =>
+        Effect.gen(function*() {
+          const payload = yield* optionalBody(request, "conversation", decodeCreate, {})
+          const conversation = yield* backend.createConversation(
+            payload.settings ?? context.defaults,
+            payload.title === undefined ? undefined : { title: payload.title }
+          )
+          return HttpServerResponse.unsafeJson(yield* Effect.orDie(Schema.encode(Conversation)(conversation)), { status: 201 })
+        }))
       .handle("list", ({ urlParams }) => backend.listConversations(urlParams))
       .handle("get", ({ path }) => backend.getConversation(path.id))
       .handle("update", ({ path, payload }) => backend.updateConversation(path.id, payload))
       .handle("pendingApprovals", ({ path }) => backend.pendingApprovals(path.id))
+      .handle("submitResult", ({ path, payload }) =>
+        backend.submitResult(path.id, payload.result, payload.decision !== undefined ? { decision: payload.decision } : undefined))
       .handle("history", ({ path, urlParams }) => backend.history(path.id, urlParams))
       .handle("backfill", ({ path }) => backend.backfill(path.id))
       .handle("skipReconnectWait", ({ path }) => backend.skipReconnectWait(path.id))
@@ -55,17 +83,10 @@ const runs = (context: HandlerContext) =>
           sseResponse(backend.streamRun(path.id, { after: resumeAfter(path.id, headers["last-event-id"], urlParams.after) }), context.sse))
         // Raw, so that a cancel without a body (nothing to carry over) is accepted as `{}`.
         .handleRaw("cancel", ({ path, request }) =>
-          Effect.gen(function*() {
-            const text = yield* Effect.mapError(request.text, () => new InvalidInput({ message: "could not read the request body" }))
-            const carryOver = text.trim() === ""
-              ? {}
-              : yield* Effect.mapError(decodeCarryOver(text), (e) =>
-                new InvalidInput({ message: `invalid carry-over: ${ParseResult.TreeFormatter.formatErrorSync(e)}` }))
-            yield* backend.cancel(path.id, carryOver)
-          }))))
+          Effect.flatMap(optionalBody(request, "carry-over", decodeCarryOver, {}), (carryOver) => backend.cancel(path.id, carryOver)))))
 
 const health = HttpApiBuilder.group(BatonApi, "health", (handlers) =>
   Effect.succeed(handlers.handle("healthz", () => Effect.succeed({ status: "ok" as const }))))
 
 /** Every endpoint's handler: thin calls into the Backend service. */
-export const handlersLayer = (context: HandlerContext) => Layer.mergeAll(conversations, runs(context), health)
+export const handlersLayer = (context: HandlerContext) => Layer.mergeAll(conversations(context), runs(context), health)

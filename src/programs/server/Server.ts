@@ -3,11 +3,12 @@ import * as HttpApiSwagger from "@effect/platform/HttpApiSwagger"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import { Context, Data, Deferred, Effect, Exit, FiberId, FiberMap, Layer, Option, Redacted, Ref, Stream } from "effect"
 import * as Http from "node:http"
+import type { ConversationSettingsInput } from "../../domain/Conversation.js"
 import type { Chunk } from "../../domain/Events.js"
 import type { RunId } from "../../domain/Ids.js"
 import { Backend } from "../../services/Backend.js"
 import { BatonApi } from "../../services/backend/HttpApi.js"
-import { gateLayer, isLoopbackHost } from "./Auth.js"
+import { DEFAULT_MAX_BODY_BYTES, gateLayer, isLoopbackHost } from "./Auth.js"
 import { handlersLayer } from "./Handlers.js"
 import { realClock } from "../../services/RealClock.js"
 
@@ -34,6 +35,10 @@ export interface ServeOptions {
   readonly heartbeatMs?: number
   /** How long shutdown waits for active runs to reach a stop reason; default 10 s. */
   readonly drainTimeoutMs?: number
+  /** The largest request body accepted (413 above it); default 8 MiB. */
+  readonly maxBodyBytes?: number
+  /** What `POST /v1/conversations` without settings creates (default: the schema's defaults). */
+  readonly conversationDefaults?: ConversationSettingsInput
 }
 
 /** Why `baton serve` could not start; `message` is meant for the user as it is. */
@@ -115,10 +120,11 @@ const make = Effect.fn("Server.make")(function*(options: ServeOptions) {
   const app = HttpApiBuilder.serve().pipe(
     Layer.provide(HttpApiSwagger.layer({ path: "/docs" })),
     Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/openapi.json" })),
-    Layer.provide(gateLayer({ token, draining })),
+    Layer.provide(gateLayer({ token, draining, maxBodyBytes: options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES })),
     Layer.provide(HttpApiBuilder.api(BatonApi).pipe(
       Layer.provide(handlersLayer({
         sse: { heartbeatMs: options.heartbeatMs ?? 15_000, closing: Deferred.await(closing) },
+        defaults: options.conversationDefaults ?? {},
         track
       }))
     )),

@@ -18,7 +18,7 @@ export const interruptTask = Effect.fn("Interrupt.task")(function*(deps: TaskDep
   if (batch !== undefined) yield* batch.abort
   const calls = batch !== undefined ? yield* batch.calls : []
   const finished: ReadonlyMap<ToolCallId, ToolReturn> = batch !== undefined ? yield* batch.finished : new Map()
-  const decisions = batch !== undefined ? yield* batch.decisions : []
+  const decisions = batch !== undefined ? yield* batch.uncommittedDecisions : []
   const placeholders = yield* Effect.forEach(calls.filter((c) => !finished.has(c.tool_call_id)), (call) =>
     Effect.map(deps.otid, (otid) => toToolReturn(interruptedResult(call.tool_call_id), otid)))
   yield* deps.emit([...placeholders, { type: "abort", reason: "interrupted by the user" }])

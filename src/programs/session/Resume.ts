@@ -16,8 +16,9 @@ import { withToolBatch } from "./ToolBatch.js"
  */
 
 /**
- * Calls a dead process left pending are shown again and the approver is asked again: re-running
- * one is the user's decision, never silent. Their results and decisions go with the next input.
+ * Calls a dead process left pending without a committed result are shown again and the approver is
+ * asked again: re-running one is the user's decision, never silent (a call whose result was committed
+ * as it finished is not pending, and never runs again). Their results go with the next input.
  */
 export const pendingCalls = Effect.fn("Resume.pendingCalls")(function*(deps: TaskDeps) {
   const pending = yield* deps.backend.pendingApprovals(deps.conversationId)
@@ -27,7 +28,7 @@ export const pendingCalls = Effect.fn("Resume.pendingCalls")(function*(deps: Tas
     Effect.gen(function*() {
       yield* deps.emit(pending)
       yield* Effect.forEach(pending, (call) => batch.add(call), { discard: true })
-      return { results: yield* batch.settle, decisions: yield* batch.decisions }
+      return { results: yield* batch.settle, decisions: yield* batch.uncommittedDecisions }
     }))
 })
 

@@ -3,9 +3,9 @@ import * as Path from "node:path"
 import type { Conversation, ConversationSettings, ConversationSettingsInput, ToolDefinition } from "../../domain/Conversation.js"
 import type { BackendError } from "../../domain/Errors.js"
 import { InvalidInput } from "../../domain/Errors.js"
-import type { TaskEvent } from "../../domain/Events.js"
+import type { ApprovalDecision, TaskEvent } from "../../domain/Events.js"
 import { type ConversationId, Otid } from "../../domain/Ids.js"
-import type { UserMessage } from "../../domain/Messages.js"
+import type { ToolReturn, UserMessage } from "../../domain/Messages.js"
 import { parseRules } from "../../domain/Permissions.js"
 import type { ThinkingLevel } from "../../domain/ProviderEvent.js"
 import { DEFAULT_MAX_TURNS, emptyRules, type PermissionRules } from "../../domain/Settings.js"
@@ -98,6 +98,23 @@ const sendingCurrentTools = (backend: Backend["Type"], syncTools: Effect.Effect<
   send: (id, input) => Stream.unwrap(Effect.as(syncTools, backend.send(id, input)))
 })
 
+/**
+ * One result committed as its tool finished. A failure is not the task's: the result still goes with
+ * the next input (the backend recognises a committed one by its otid). A call the backend no longer
+ * holds open (its run failed, so it was never committed) is expected and not worth a warning.
+ */
+const commitResult = (backend: Backend["Type"], id: ConversationId, result: ToolReturn, decision: ApprovalDecision) =>
+  backend.submitResult(id, result, { decision }).pipe(
+    Effect.as(true),
+    Effect.catchAll((error) =>
+      Effect.as(
+        error._tag === "InvalidToolCallIds"
+          ? Effect.logDebug(`result of ${result.tool_call_id} not committed: ${error.message}`)
+          : Effect.logWarning(`could not commit the result of ${result.tool_call_id} yet (it goes with the next input): ${error.message}`),
+        false
+      ))
+  )
+
 export const DEFAULT_SYSTEM_PROMPT = [
   "You are Baton, a careful coding agent working in the user's workspace.",
   "Use the tools to read, search and change files and to run commands; every call may need the user's approval.",
@@ -144,6 +161,7 @@ export const open = Effect.fn("Session.open")(function*(config: SessionConfig = 
           thinking: options?.thinking,
           executeOptions: { allowedRoots },
           emit: (events) => Effect.asVoid(out.offerAll(events)),
+          commit: (result, decision) => commitResult(backend, conversation.id, result, decision),
           otid: newOtid,
           progress: yield* Ref.make(TaskProgress.initial),
           batch: yield* Ref.make(Option.none<ToolBatch>()),

@@ -47,6 +47,7 @@ interface RunEnd {
   readonly calls: ReadonlyArray<ToolCall>
   /** Every call's result in call order, when the next step needs them (else empty). */
   readonly results: ReadonlyArray<ToolReturn>
+  /** Decisions not committed with their results: the next input records them. */
   readonly decisions: ReadonlyArray<ApprovalDecision>
 }
 
@@ -90,10 +91,10 @@ const readRun = (deps: TaskDeps, batch: ToolBatch) => (chunks: Stream.Stream<Chu
     Stream.runFoldEffect(Option.none<StopReasonValue>(), (stop, group) =>
       Effect.gen(function*() {
         if (group.length === 0) return stop
-        yield* Ref.update(deps.progress, (progress) => group.reduce(TaskProgress.step, progress))
+        const progress = yield* Ref.updateAndGet(deps.progress, (current) => group.reduce(TaskProgress.step, current))
         yield* deps.emit(group)
         const last = group[group.length - 1]!
-        if (last.type === "tool_call") yield* batch.add(last)
+        if (last.type === "tool_call" && !progress.compacting) yield* batch.add(last)
         return last.type === "stop_reason" ? Option.some(last.reason) : stop
       }))
   )
@@ -111,7 +112,7 @@ const sendRun = Effect.fn("Task.sendRun")(function*(deps: TaskDeps, run: NextRun
       const stop = yield* followRun(deps.backend, deps.progress, chunks, readRun(deps, batch))
       const calls = yield* batch.calls
       const results = stop === "requires_approval" || calls.length > 0 ? yield* batch.settle : []
-      return { stop, calls, results, decisions: yield* batch.decisions } satisfies RunEnd
+      return { stop, calls, results, decisions: yield* batch.uncommittedDecisions } satisfies RunEnd
     }))
 })
 
@@ -130,7 +131,8 @@ const afterRun = (deps: TaskDeps, run: NextRun, end: RunEnd): Effect.Effect<Eith
         end.calls.map((call) => ({ call, output: end.results.find((r) => r.tool_call_id === call.tool_call_id)?.content })),
         "Your previous request failed after issuing tool calls; they were handled as follows."
       )
-      return Either.right({ carryOver: { turnAborted: text, events: end.decisions }, maxTurns: false })
+      // The results too: a run whose process died leaves its calls pending, and they are answered here.
+      return Either.right({ carryOver: { results: end.results, turnAborted: text, events: end.decisions }, maxTurns: false })
     }
     if (end.stop !== "end_turn") return Either.right({ maxTurns: false })
     const more = yield* Effect.flatMap(deps.drainOrClose, (texts) => asMessages(deps, texts))

@@ -16,6 +16,8 @@ export interface TaskProgress {
   readonly partialText: string
   /** Tool results being sent as the next run's input, until that run's first chunk proves they were recorded. */
   readonly unsent: ReadonlyArray<ToolReturn>
+  /** The current request is a compaction's: a tool call it streams is a stray, never run. */
+  readonly compacting: boolean
 }
 
 export const initial: TaskProgress = {
@@ -23,7 +25,8 @@ export const initial: TaskProgress = {
   lastSeq: 0,
   modelComplete: true,
   partialText: "",
-  unsent: []
+  unsent: [],
+  compacting: false
 }
 
 /** A run is about to send `input`: its tool results are unsent until the run's first chunk. */
@@ -38,6 +41,7 @@ export const step = (progress: TaskProgress, chunk: Chunk): TaskProgress => ({
   runId: chunk.run_id,
   lastSeq: chunk.seq,
   unsent: [],
+  compacting: chunk.type === "request_begin" ? chunk.purpose === "compaction" : progress.compacting,
   partialText: chunk.type === "request_begin"
     ? ""
     : chunk.type === "text_delta"

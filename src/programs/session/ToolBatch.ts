@@ -9,14 +9,17 @@ import type { Approver, Gate } from "./ApprovalGate.js"
 /**
  * The tool calls of one model turn, handled eagerly: each is approved the moment it arrives
  * (one at a time, in arrival order) and, if allowed, starts at once on the workspace's executor,
- * while the model may still be streaming. Results stream out as they finish; `settle` returns
- * them in call order once every call has one.
+ * while the model may still be streaming. Results stream out as they finish and are committed to
+ * the backend at once, each with its decision; `settle` returns them in call order once every call
+ * has one and every commit has been tried.
  */
 export interface ToolBatch {
   readonly add: (call: ToolCall) => Effect.Effect<void>
   readonly settle: Effect.Effect<ReadonlyArray<ToolReturn>>
   readonly calls: Effect.Effect<ReadonlyArray<ToolCall>>
   readonly decisions: Effect.Effect<ReadonlyArray<ApprovalDecision>>
+  /** Decisions whose result the backend has not acknowledged: they go with the next input instead. */
+  readonly uncommittedDecisions: Effect.Effect<ReadonlyArray<ApprovalDecision>>
   /** Results that exist now (finished or denied), by call id. */
   readonly finished: Effect.Effect<ReadonlyMap<ToolCallId, ToolReturn>>
   /**
@@ -34,11 +37,15 @@ export interface BatchDeps {
   readonly emit: (events: ReadonlyArray<TaskEvent>) => Effect.Effect<void>
   readonly otid: Effect.Effect<Otid>
   readonly executeOptions: ExecuteOptions
+  /** Commits one result to the backend as its tool finished; true once it is acknowledged. Never fails. */
+  readonly commit: (result: ToolReturn, decision: ApprovalDecision) => Effect.Effect<boolean>
 }
 
 interface Slot {
   readonly call: ToolCall
   readonly result: Deferred.Deferred<ToolReturn>
+  /** Whether the backend acknowledged the result (set once the commit was tried). */
+  readonly committed: Deferred.Deferred<boolean>
 }
 
 /** Lives in the caller's scope: closing it, like `abort`, interrupts the approver and every running tool. */
@@ -55,6 +62,10 @@ export const makeToolBatch = Effect.fn("ToolBatch.make")(function*(deps: BatchDe
   const finish = (slot: Slot, result: ToolReturn) =>
     Effect.uninterruptible(Effect.zipRight(deps.emit([result]), Deferred.succeed(slot.result, result)))
 
+  // Then committed: an abort may cut the commit short, and the carry-over answers the call instead.
+  const commit = (slot: Slot, result: ToolReturn, decision: ApprovalDecision) =>
+    Effect.flatMap(deps.commit(result, decision), (ok) => Deferred.succeed(slot.committed, ok))
+
   const handle = (slot: Slot) =>
     Effect.gen(function*() {
       const decision = yield* deps.gate.decide(slot.call, deps.approver)
@@ -62,13 +73,10 @@ export const makeToolBatch = Effect.fn("ToolBatch.make")(function*(deps: BatchDe
       yield* deps.emit([decision])
       const otid = yield* deps.otid
       if (decision.decision === "deny") {
-        return yield* finish(slot, {
-          type: "tool_return",
-          tool_call_id: slot.call.tool_call_id,
-          status: "denied",
-          content: DENIED_TEXT,
-          otid
-        })
+        const denied: ToolReturn = { type: "tool_return", tool_call_id: slot.call.tool_call_id, status: "denied", content: DENIED_TEXT, otid }
+        yield* finish(slot, denied)
+        // In its own fiber, so the next call's approval does not wait for the round trip.
+        return yield* FiberSet.run(fibers, commit(slot, denied, decision))
       }
       const startedAt = yield* Clock.currentTimeMillis
       const tool = yield* Effect.uninterruptible(
@@ -77,7 +85,10 @@ export const makeToolBatch = Effect.fn("ToolBatch.make")(function*(deps: BatchDe
       // Watch the tool in its own fiber so the next call's approval does not wait for this one.
       yield* FiberSet.run(
         fibers,
-        Effect.flatMap(awaitResult(slot.call, tool, startedAt), (result) => finish(slot, toToolReturn(result, otid)))
+        Effect.flatMap(awaitResult(slot.call, tool, startedAt), (done) => {
+          const result = toToolReturn(done, otid)
+          return Effect.zipRight(finish(slot, result), commit(slot, result, decision))
+        })
       )
     })
 
@@ -94,16 +105,25 @@ export const makeToolBatch = Effect.fn("ToolBatch.make")(function*(deps: BatchDe
   })
 
   const add = Effect.fn("ToolBatch.add")(function*(call: ToolCall) {
-    const slot = { call, result: yield* Deferred.make<ToolReturn>() }
+    const slot: Slot = { call, result: yield* Deferred.make<ToolReturn>(), committed: yield* Deferred.make<boolean>() }
     yield* Ref.update(slots, (all) => [...all, slot])
     yield* Queue.offer(arrivals, slot)
   })
 
   return {
     add,
-    settle: Effect.flatMap(Ref.get(slots), (all) => Effect.forEach(all, (slot) => Deferred.await(slot.result))),
+    settle: Effect.flatMap(Ref.get(slots), (all) =>
+      Effect.zipLeft(Effect.forEach(all, (slot) => Deferred.await(slot.result)), Effect.forEach(all, (slot) => Deferred.await(slot.committed)))),
     calls: Effect.map(Ref.get(slots), (all) => all.map((s) => s.call)),
     decisions: Ref.get(decisions),
+    uncommittedDecisions: Effect.gen(function*() {
+      const committed = new Set<ToolCallId>()
+      for (const slot of yield* Ref.get(slots)) {
+        const done = yield* Deferred.poll(slot.committed)
+        if (Option.isSome(done) && (yield* done.value)) committed.add(slot.call.tool_call_id)
+      }
+      return (yield* Ref.get(decisions)).filter((d) => !committed.has(d.tool_call_id))
+    }),
     finished,
     abort: FiberSet.clear(fibers)
   } satisfies ToolBatch

@@ -16,8 +16,10 @@ import {
   InvalidToolCallIdsJson,
   ModelCallFailedJson,
   NotFoundJson,
+  PayloadTooLargeJson,
   StoreFailedJson,
   StoreUnavailableJson,
+  ToolCallAnsweredJson,
   UnauthorizedJson,
   UnavailableJson
 } from "./HttpErrors.js"
@@ -31,6 +33,11 @@ import {
 
 const Int = Schema.NumberFromString.pipe(Schema.int())
 const NonNegativeInt = Int.pipe(Schema.nonNegative())
+const Segment = Int.pipe(Schema.greaterThanOrEqualTo(1)).annotations({ description: "a trace segment: 1, 2, 3…" })
+
+/** Request bodies are read strictly: a field the API does not know is an error, never silently dropped. */
+const strict = <Fields extends Schema.Struct.Fields>(schema: Schema.Struct<Fields>) =>
+  schema.annotations({ parseOptions: { onExcessProperty: "error" } })
 
 const EventStream = Schema.Void.annotations({
   ...HttpApiSchema.annotations({ status: 200 }),
@@ -64,24 +71,36 @@ export const StoredItemJson = Schema.Struct({
 }).annotations({ identifier: "StoredItem" })
 
 /** Backend.SendInput. */
-export const SendInputJson = Schema.Struct({
+export const SendInputJson = strict(Schema.Struct({
   messages: Schema.Array(InputMessage),
   events: Schema.optionalWith(Schema.Array(ApprovalDecision), { exact: true }),
   thinking: Schema.optionalWith(ThinkingLevel, { exact: true })
-})
+}))
+
+/** Backend.submitResult: one tool result as its tool finished, with the decision that let it run. */
+export const SubmitResultJson = strict(Schema.Struct({
+  result: ToolReturn,
+  decision: Schema.optionalWith(ApprovalDecision, { exact: true })
+}))
 
 /** Backend.CarryOver; the whole body may be omitted. */
-export const CarryOverJson = Schema.Struct({
+export const CarryOverJson = strict(Schema.Struct({
   results: Schema.optionalWith(Schema.Array(ToolReturn), { exact: true }),
   turnAborted: Schema.optionalWith(Schema.String, { exact: true }).pipe(Schema.fromKey("turn_aborted")),
   events: Schema.optionalWith(Schema.Array(ApprovalDecision), { exact: true }),
   abort: Schema.optionalWith(Schema.Boolean, { exact: true })
-})
+}))
+
+/** A new conversation; without `settings` (or without any body) it gets the server's defaults. */
+export const CreateConversationJson = strict(Schema.Struct({
+  settings: Schema.optionalWith(ConversationSettings, { exact: true }),
+  title: Schema.optionalWith(Schema.String, { exact: true })
+}))
 
 const conversations = HttpApiGroup.make("conversations")
   .add(
     HttpApiEndpoint.post("create", "/v1/conversations")
-      .setPayload(Schema.Struct({ settings: ConversationSettings, title: Schema.optionalWith(Schema.String, { exact: true }) }))
+      .setPayload(CreateConversationJson)
       .addSuccess(ConversationJson, { status: 201 })
   )
   .add(
@@ -96,10 +115,10 @@ const conversations = HttpApiGroup.make("conversations")
   .add(
     HttpApiEndpoint.patch("update", "/v1/conversations/:id")
       .setPath(ConversationPath)
-      .setPayload(Schema.Struct({
+      .setPayload(strict(Schema.Struct({
         settings: Schema.optionalWith(ConversationSettings, { exact: true }),
         title: Schema.optionalWith(Schema.String, { exact: true })
-      }))
+      })))
       .addSuccess(ConversationJson)
   )
   .add(
@@ -108,11 +127,17 @@ const conversations = HttpApiGroup.make("conversations")
       .addSuccess(Schema.Array(ToolCallJson))
   )
   .add(
+    HttpApiEndpoint.post("submitResult", "/v1/conversations/:id/tool-results")
+      .setPath(ConversationPath)
+      .setPayload(SubmitResultJson)
+      .addSuccess(Schema.Void, { status: 204 })
+  )
+  .add(
     HttpApiEndpoint.get("history", "/v1/conversations/:id/messages")
       .setPath(ConversationPath)
       .setUrlParams(Schema.Struct({
-        before: Schema.optionalWith(Int, { exact: true }),
-        after: Schema.optionalWith(Int, { exact: true }),
+        before: Schema.optionalWith(NonNegativeInt, { exact: true }),
+        after: Schema.optionalWith(NonNegativeInt, { exact: true }),
         limit: Schema.optionalWith(Int, { exact: true })
       }))
       .addSuccess(Schema.Array(StoredItemJson))
@@ -131,7 +156,7 @@ const conversations = HttpApiGroup.make("conversations")
   )
   .add(
     HttpApiEndpoint.get("trace", "/v1/conversations/:id/trace/:segment")
-      .setPath(Schema.Struct({ id: ConversationId, segment: Int }))
+      .setPath(Schema.Struct({ id: ConversationId, segment: Segment }))
       .addSuccess(HttpApiSchema.Text({ contentType: "application/x-ndjson" }))
   )
 
@@ -145,7 +170,7 @@ const runs = HttpApiGroup.make("runs")
   .add(
     HttpApiEndpoint.post("compact", "/v1/conversations/:id/compact")
       .setPath(ConversationPath)
-      .setPayload(Schema.Struct({ reason: CompactionReason }))
+      .setPayload(strict(Schema.Struct({ reason: CompactionReason })))
       .addSuccess(EventStream)
   )
   .add(HttpApiEndpoint.post("cancel", "/v1/conversations/:id/cancel").setPath(ConversationPath).setPayload(CarryOverJson))
@@ -196,8 +221,10 @@ export class BatonApi extends HttpApi.make("baton")
   .addError(ConversationBusyJson)
   .addError(ApprovalPendingJson)
   .addError(InvalidToolCallIdsJson)
+  .addError(ToolCallAnsweredJson)
   .addError(NotFoundJson)
   .addError(InvalidInputJson)
+  .addError(PayloadTooLargeJson)
   .addError(UnauthorizedJson)
   .addError(UnavailableJson)
   .addError(ModelCallFailedJson)

@@ -9,6 +9,7 @@ import {
   NotFound,
   StoreError,
   StreamBroken,
+  ToolCallAnswered,
   Unauthorized
 } from "../../domain/Errors.js"
 
@@ -88,8 +89,18 @@ export const InvalidToolCallIdsJson = Schema.transform(
   }
 ).annotations(http(400, "InvalidToolCallIds"))
 
+export const ToolCallAnsweredJson = Schema.transform(
+  wire("tool_call_answered", { conversation_id: Schema.String, tool_call_id: Schema.String }),
+  ToolCallAnswered,
+  {
+    strict: true,
+    decode: (w) => ({ _tag: "ToolCallAnswered" as const, conversationId: w.conversation_id, toolCallId: w.tool_call_id, message: w.message }),
+    encode: (e) => ({ code: "tool_call_answered" as const, message: e.message, conversation_id: e.conversationId, tool_call_id: e.toolCallId })
+  }
+).annotations(http(409, "ToolCallAnswered"))
+
 export const NotFoundJson = Schema.transform(
-  wire("not_found", { entity: Schema.Literal("conversation", "run", "message"), id: Schema.String }),
+  wire("not_found", { entity: Schema.Literal("conversation", "run", "message", "segment"), id: Schema.String }),
   NotFound,
   {
     strict: true,
@@ -103,6 +114,13 @@ export const InvalidInputJson = Schema.transform(wire("invalid_input", {}), Inva
   decode: (w) => ({ _tag: "InvalidInput" as const, message: w.message }),
   encode: (e) => ({ code: "invalid_input" as const, message: e.message })
 }).annotations(http(400, "InvalidInput"))
+
+/** A request body over the server's limit (413): the same InvalidInput on the client, with its own code. */
+export const PayloadTooLargeJson = Schema.transform(wire("payload_too_large", {}), InvalidInput, {
+  strict: true,
+  decode: (w) => ({ _tag: "InvalidInput" as const, message: w.message }),
+  encode: (e) => ({ code: "payload_too_large" as const, message: e.message })
+}).annotations(http(413, "PayloadTooLarge"))
 
 export const UnauthorizedJson = Schema.transform(wire("unauthorized", {}), Unauthorized, {
   strict: true,

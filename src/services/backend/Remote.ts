@@ -11,6 +11,7 @@ import { type BackendError, InvalidInput, StreamBroken } from "../../domain/Erro
 import type { Chunk } from "../../domain/Events.js"
 import type { RunId } from "../../domain/Ids.js"
 import { type Budgets, turnBudgets } from "../../domain/Recovery.js"
+import { retry } from "../../domain/RecoverySchedule.js"
 import { Backend } from "../Backend.js"
 import { BatonApi } from "./HttpApi.js"
 import { chunksOf, Dropped, resumable } from "./RemoteRunStream.js"
@@ -115,6 +116,14 @@ export const makeBackendRemote = (options: RemoteOptions) =>
         ),
       cancel: Effect.fn("BackendRemote.cancel")(function*(id, carryOver) {
         return yield* call(client.runs.cancel({ path: { id }, payload: carryOver ?? {} }))
+      }),
+      // Idempotent by its otid, so a dropped connection is retried on the reconnect budget (a server restarting).
+      submitResult: Effect.fn("BackendRemote.submitResult")(function*(id, result, opts) {
+        const post = call(client.conversations.submitResult({
+          path: { id },
+          payload: { result, ...(opts?.decision !== undefined ? { decision: opts.decision } : {}) }
+        }))
+        return yield* retry(post, { budgets, orElse: Effect.fail })
       }),
       pendingApprovals: Effect.fn("BackendRemote.pendingApprovals")(function*(id) {
         return yield* call(client.conversations.pendingApprovals({ path: { id } }))

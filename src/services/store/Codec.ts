@@ -1,10 +1,10 @@
 import { Clock, Effect, ParseResult, Schema } from "effect"
 import { randomUUID } from "node:crypto"
 import { type Conversation, ConversationSettings, type ConversationSettingsInput } from "../../domain/Conversation.js"
-import { busyWith, ChunkSeqError, NotFound, StoreError } from "../../domain/Errors.js"
+import { busyWith, ChunkSeqError, NotFound, StoreError, ToolCallAnswered } from "../../domain/Errors.js"
 import { type Chunk, isChunk, isDelta, type TaskEvent, TaskEventFromJson } from "../../domain/Events.js"
 import type { ChunkCheckFailure } from "../../domain/ItemLog.js"
-import { ConversationId, RunId } from "../../domain/Ids.js"
+import { ConversationId, RunId, type ToolCallId } from "../../domain/Ids.js"
 import type { Write } from "../../domain/History.js"
 import { activityOf, type Run } from "../../domain/Run.js"
 
@@ -90,6 +90,10 @@ export const busyConflict = (id: ConversationId, active: Run) =>
 export const runNotFound = (id: string) => new NotFound({ entity: "run", id, message: `No run ${id}` })
 
 export const messageNotFound = (id: string) => new NotFound({ entity: "message", id, message: `No message ${id}` })
+
+/** A write that answers a call which is no longer open (another writer answered it first). */
+export const callAnswered = (id: ConversationId, toolCallId: ToolCallId) =>
+  new ToolCallAnswered({ conversationId: id, toolCallId, message: `tool call ${toolCallId} is not open any more: it has a result already` })
 
 export const chunkCheckError = (failure: ChunkCheckFailure): NotFound | ChunkSeqError =>
   failure._tag === "UnknownRun"

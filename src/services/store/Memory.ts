@@ -17,6 +17,7 @@ import {
   isOlder
 } from "../../domain/ItemLog.js"
 import {
+  callAnswered,
   chunkCheckError,
   conversationNotFound,
   busyConflict,
@@ -133,6 +134,8 @@ export const layerMemory: Layer.Layer<Store> = Layer.sync(Store, () => {
       if (check._tag !== "Ok") return yield* chunkCheckError(check)
       const finish = write.finishRun
       if (finish !== undefined && ownRun(finish.runId) === undefined) return yield* runNotFound(finish.runId)
+      const closed = (write.expectOpen ?? []).find((callId) => !state.open.some((c) => c.toolCallId === callId))
+      if (closed !== undefined) return yield* callAnswered(write.conversationId, closed)
 
       // Everything is valid: apply it all in this one synchronous step.
       if (write.newSegment === true) {
@@ -183,6 +186,13 @@ export const layerMemory: Layer.Layer<Store> = Layer.sync(Store, () => {
       if (where === undefined) return yield* messageNotFound(id)
       const state = yield* stateOf(where.conversationId)
       return yield* toStored(where.conversationId, state.rows[where.position - 1]!)
+    }),
+
+    toolReturns: Effect.fn("Store.toolReturns")(function*(id, toolCallIds) {
+      const state = yield* stateOf(id)
+      const wanted = new Set<string>(toolCallIds)
+      const returns = yield* storedAll(id, state.rows.filter((r) => r.type === "tool_return"))
+      return returns.filter((s) => s.item.type === "tool_return" && wanted.has(s.item.tool_call_id))
     }),
 
     modelContext: Effect.fn("Store.modelContext")(function*(id) {

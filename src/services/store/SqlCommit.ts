@@ -2,9 +2,9 @@ import { Clock, Effect } from "effect"
 import type { ConversationId } from "../../domain/Ids.js"
 import { advanceOpenCalls, checkChunkSeqs, defaultFlags, isMessageType, type OpenCall } from "../../domain/ItemLog.js"
 import type { NewItem, Write } from "../../domain/History.js"
-import { chunkCheckError, conversationNotFound, encodeEvent, newId, rejectDeltaItems, runNotFound } from "./Codec.js"
+import { callAnswered, chunkCheckError, conversationNotFound, encodeEvent, newId, rejectDeltaItems, runNotFound } from "./Codec.js"
 import type { SqlEngine } from "./SqlStore.js"
-import { decodeRows, HeadRow, OpenCallRow, RunSeqRow, toStoredItems } from "./SqlRows.js"
+import { decodeRows, HeadRow, OpenCallRow, RunSeqRow, ToolCallIdRow, toStoredItems } from "./SqlRows.js"
 
 /** Rows per INSERT: 10 columns each stays far below SQLite's (and PostgreSQL's) bound-parameter limit. */
 const BATCH = 400
@@ -75,6 +75,13 @@ export const makeCommit = ({ guard, q, retry, source, sql }: SqlEngine) => {
       // Writing first also keeps SQLite from failing later with SQLITE_BUSY_SNAPSHOT against another process.
       const [head] = yield* q.advanceHead(id, now, items.length, newSegment).pipe(Effect.flatMap(decodeRows(HeadRow, source)))
       if (head === undefined) return yield* conversationNotFound(id)
+
+      const expected = write.expectOpen ?? []
+      if (expected.length > 0) {
+        const open = new Set((yield* q.openCallIds(id, expected).pipe(Effect.flatMap(decodeRows(ToolCallIdRow, source)))).map((r) => r.tool_call_id))
+        const closed = expected.find((callId) => !open.has(callId))
+        if (closed !== undefined) return yield* callAnswered(id, closed)
+      }
 
       const runIds = [...new Set([...chunks.map((c) => c.run_id), ...(finish === undefined ? [] : [finish.runId])])]
       const seqs = runIds.length === 0 ? [] : yield* q.runSeqs(id, runIds).pipe(Effect.flatMap(decodeRows(RunSeqRow, source)))

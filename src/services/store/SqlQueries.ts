@@ -16,6 +16,8 @@ export interface SqlDialect {
   readonly runOrder: string
   /** Appended to a read of the conversation's row that must hold it until the transaction ends. */
   readonly lockRow: string
+  /** A tool_return item's `tool_call_id`, read from its JSON body (the expression its index is on). */
+  readonly toolCallIdOfBody: string
 }
 
 const ITEM = "id, conversation_id, position, segment, in_context, in_trace, body, created_at"
@@ -91,6 +93,13 @@ export const makeQueries = (sql: SqlClient, dialect: SqlDialect) => {
           WHERE o.conversation_id = ${id} ORDER BY o.position`,
     openCalls: (id: string) =>
       sql`SELECT position, tool_call_id FROM open_calls WHERE conversation_id = ${id} ORDER BY position`,
+    openCallIds: (id: string, toolCallIds: ReadonlyArray<string>) =>
+      sql`SELECT tool_call_id FROM open_calls WHERE conversation_id = ${id} AND tool_call_id IN ${sql.in(toolCallIds)}`,
+    // items_tool_return: results are committed as their tools finish, so "has this call a result?" is one lookup
+    toolReturns: (id: string, toolCallIds: ReadonlyArray<string>) =>
+      sql`SELECT ${item} FROM items ${by("items_tool_return")}
+          WHERE conversation_id = ${id} AND type = 'tool_return' AND ${sql.literal(dialect.toolCallIdOfBody)} IN ${sql.in(toolCallIds)}
+          ORDER BY position`,
     // items_render, walked backwards from the end
     renderTail: (id: string, cap: number) =>
       sql`SELECT ${item} FROM items ${by("items_render")}

@@ -61,6 +61,7 @@ export const RunRow = Schema.Struct({
 export const ChunkRow = Schema.Struct({ seq: Integer, body: Schema.String })
 
 export const OpenCallRow = Schema.Struct({ position: Integer, tool_call_id: Schema.String })
+export const ToolCallIdRow = Schema.Struct({ tool_call_id: Schema.String })
 
 export const HeadRow = Schema.Struct({ last_position: Integer, segment: Integer })
 

@@ -152,6 +152,12 @@ export const makeSqlStore = (engine: SqlEngine) => {
       return rows.map((r) => `${r.body}\n`).join("")
     }),
 
+    toolReturns: Effect.fn("Store.toolReturns")(function*(id, toolCallIds) {
+      if (toolCallIds.length === 0) return yield* Effect.as(run(segmentOf(id)), [])
+      const rows = yield* snapshot(Effect.zipRight(segmentOf(id), q.toolReturns(id, toolCallIds))).pipe(run)
+      return yield* items(rows)
+    }),
+
     pendingApprovals: Effect.fn("Store.pendingApprovals")(function*(id) {
       const rows = yield* snapshot(Effect.zipRight(segmentOf(id), q.openCallItems(id))).pipe(run)
       const calls = yield* items(rows)

@@ -38,13 +38,22 @@ interface Exited {
   readonly signal: NodeJS.Signals | null
 }
 
+/**
+ * The shell starts gated: it waits for a line on fd 3 before it runs the user's command, so the
+ * group is recorded on disk before anything of the command can run. Should Baton die before the
+ * release, the pipe closes unread and the shell exits without running anything: no instant leaves a
+ * command running unrecorded. `exec` keeps the pid (the group leader) and gives the command the same
+ * `bash -c` it always had.
+ */
+export const GATE = 'IFS= read -r -u 3 go; [ "$go" = go ] || exit 125; exec 3<&-; exec bash -c "$1"'
+
 const spawnGroup = (command: string, ctx: ToolContext) =>
   Effect.async<Spawned, ToolError>((resume) => {
-    const child = spawn("bash", ["-c", command], {
+    const child = spawn("bash", ["-c", GATE, "bash", command], {
       cwd: ctx.workspace,
       // Its own process group, so one signal reaches every process the command starts.
       detached: true,
-      stdio: ["ignore", "pipe", "pipe"],
+      stdio: ["ignore", "pipe", "pipe", "pipe"],
       env: { ...process.env, ...ctx.processes.env }
     })
     const stdout = makeOutputCapture(ctx.limits.outputChars)
@@ -53,6 +62,15 @@ const spawnGroup = (command: string, ctx: ToolContext) =>
     child.stderr?.setEncoding("utf8").on("data", stderr.push)
     child.once("spawn", () => resume(Effect.succeed({ child, pgid: child.pid!, stdout, stderr })))
     child.on("error", (cause) => resume(Effect.fail(new ToolError({ tool: "Bash", message: `could not start bash: ${cause.message}` }))))
+  })
+
+/** Lets the gated shell run the command (see GATE). A shell already gone makes the write fail: ignored, its exit says the rest. */
+const release = (child: ChildProcess) =>
+  Effect.sync(() => {
+    const gate = child.stdio[3]
+    if (gate === null || gate === undefined || !("write" in gate)) return
+    gate.on("error", () => {})
+    gate.end("go\n")
   })
 
 const awaitExit = (child: ChildProcess) =>
@@ -116,7 +134,7 @@ export const makeBashTool = (limits: ToolLimits) =>
         const grace = Duration.millis(ctx.limits.killGraceMs)
         // Every exit path (success, failure, interrupt) kills what is left of the group.
         const p = yield* Effect.acquireRelease(
-          Effect.tap(spawnGroup(args.command, ctx), (s) => ctx.processes.register(s.pgid)),
+          Effect.tap(spawnGroup(args.command, ctx), (s) => Effect.zipRight(ctx.processes.register(s.pgid), release(s.child))),
           (s) => Effect.zipRight(killGroup(s.pgid, grace), ctx.processes.unregister(s.pgid))
         )
         const timeoutMs = args.timeout ?? ctx.limits.bashDefaultTimeoutMs

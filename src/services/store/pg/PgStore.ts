@@ -17,7 +17,8 @@ const dialect: SqlDialect = {
   nextTouch: "nextval('conversation_touches')",
   runOrder: "created",
   // Several processes write one database: createRun holds the conversation's row while it decides.
-  lockRow: " FOR UPDATE"
+  lockRow: " FOR UPDATE",
+  toolCallIdOfBody: "(body::jsonb ->> 'tool_call_id')"
 }
 
 export const pgQueries = (sql: SqlClient) => makeQueries(sql, dialect)

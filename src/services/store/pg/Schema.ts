@@ -110,8 +110,13 @@ const initial = (sql: SqlClient) =>
       FOR EACH STATEMENT EXECUTE FUNCTION chunks_contiguous()`
   })
 
+// Results are committed as their tools finish: "has this call a result?" is one index lookup.
+const toolReturnIndex = (sql: SqlClient) =>
+  sql`CREATE INDEX items_tool_return ON items (conversation_id, (body::jsonb ->> 'tool_call_id')) WHERE type = 'tool_return'`
+
 const migrations: ReadonlyArray<readonly [id: number, name: string, run: (sql: SqlClient) => Effect.Effect<unknown, SqlError>]> = [
-  [1, "initial", initial]
+  [1, "initial", initial],
+  [2, "tool_return_index", toolReturnIndex]
 ]
 
 const Version = Schema.Struct({ version: Schema.Union(Schema.Int, Schema.NumberFromString) })

@@ -6,7 +6,7 @@ import { Effect } from "effect"
 export const APPLICATION_ID = 0x4261746e
 
 /** Also recorded as `PRAGMA user_version`; a file above it was written by a newer Baton. */
-export const SCHEMA_VERSION = 2
+export const SCHEMA_VERSION = 3
 
 export const MIGRATIONS_TABLE = "baton_migrations"
 
@@ -90,8 +90,18 @@ const runOwnersAndSegments = Effect.gen(function*() {
   yield* sql.unsafe(`PRAGMA user_version = 2`)
 })
 
+const toolReturnIndex = Effect.gen(function*() {
+  const sql = yield* SqlClient
+  // Results are committed as their tools finish: "has this call a result?" is one index lookup.
+  yield* sql`CREATE INDEX items_tool_return ON items (conversation_id, json_extract(body, '$.tool_call_id')) WHERE type = 'tool_return'`
+  yield* sql.unsafe(`PRAGMA user_version = 3`)
+})
+
 /** Runs the missing migrations in one transaction; each one records its id as `user_version`. */
 export const migrate = Migrator.make({})({
-  loader: Migrator.fromRecord({ "0001_initial": initial, "0002_run_owners_and_segments": runOwnersAndSegments }),
+  loader: Migrator.fromRecord({
+    "0001_initial": initial, "0002_run_owners_and_segments": runOwnersAndSegments,
+    "0003_tool_return_index": toolReturnIndex
+  }),
   table: MIGRATIONS_TABLE
 })

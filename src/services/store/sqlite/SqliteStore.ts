@@ -15,7 +15,8 @@ const dialect: SqlDialect = {
   nextTouch: "(SELECT coalesce(max(touched), 0) + 1 FROM conversations)",
   runOrder: "created_at, rowid",
   // One writer at a time holds the whole file; there is no row lock to take.
-  lockRow: ""
+  lockRow: "",
+  toolCallIdOfBody: "json_extract(body, '$.tool_call_id')"
 }
 
 export const sqliteQueries = (sql: SqlClient) => makeQueries(sql, dialect)

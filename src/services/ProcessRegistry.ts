@@ -25,22 +25,28 @@ const ProcessRecord = Schema.Struct({
 })
 type ProcessRecord = typeof ProcessRecord.Type
 
+/** The shells' marker; each registry names its own, so one reaper never reports another's processes. */
 export const OWNER_ENV = "BATON_TOOL_OWNER"
 
-const ownerMarker = (owner: ProcessRecord["owner"]) => `${OWNER_ENV}=${owner.pid}:${owner.startTime}`
+const ownerMarker = (variable: string, owner: ProcessRecord["owner"]) => `${variable}=${owner.pid}:${owner.startTime}`
 
+/** The variable naming a process's registry: the sweep for unrecorded orphans stays within its own home. */
+export const registryVariable = (variable: string) => `${variable}_REGISTRY`
 
-const markerOf = (pid: number): string | undefined => {
+const environOf = (pid: number): ReadonlyArray<string> => {
   try {
-    return Fs.readFileSync(`/proc/${pid}/environ`, "utf8").split("\0").find((entry) => entry.startsWith(`${OWNER_ENV}=`))
+    return Fs.readFileSync(`/proc/${pid}/environ`, "utf8").split("\0")
   } catch {
-    return undefined
+    return []
   }
 }
 
+const markerOf = (variable: string, pid: number): string | undefined =>
+  environOf(pid).find((entry) => entry.startsWith(`${variable}=`))
+
 /** Members of the group that carry the owner's marker, so a reused pgid is never killed. */
-const markedMembers = (record: ProcessRecord): ReadonlyArray<number> =>
-  liveMembers(record.pgid).filter((pid) => markerOf(pid) === ownerMarker(record.owner))
+const markedMembers = (variable: string, record: ProcessRecord): ReadonlyArray<number> =>
+  liveMembers(record.pgid).filter((pid) => markerOf(variable, pid) === ownerMarker(variable, record.owner))
 
 const parseMarker = (marker: string): ProcessRecord["owner"] | undefined => {
   const m = /^[A-Z_]+=(\d+):(\d+)$/.exec(marker)
@@ -52,7 +58,7 @@ const parseMarker = (marker: string): ProcessRecord["owner"] | undefined => {
  * is recorded before its command runs (Bash's gate), so this finds only what escaped a record:
  * a command that left its group (setsid), or a record that could not be written.
  */
-const unrecordedOrphans = (): ReadonlyArray<{ readonly pgid: number; readonly pids: ReadonlyArray<number> }> => {
+const unrecordedOrphans = (variable: string, dir: string): ReadonlyArray<{ readonly pgid: number; readonly pids: ReadonlyArray<number> }> => {
   if (!hasProc) return []
   const own = readProcStat("self")?.pgrp
   const groups = new Map<number, Array<number>>()
@@ -60,7 +66,10 @@ const unrecordedOrphans = (): ReadonlyArray<{ readonly pgid: number; readonly pi
     if (!/^\d+$/.test(entry)) continue
     const pid = Number(entry)
     if (pid === process.pid) continue
-    const marker = markerOf(pid)
+    const environ = environOf(pid)
+    // Another home's orphans are that home's to reap (its records say more than a marker can).
+    if (!environ.includes(`${registryVariable(variable)}=${dir}`)) continue
+    const marker = environ.find((entry) => entry.startsWith(`${variable}=`))
     const owner = marker === undefined ? undefined : parseMarker(marker)
     if (owner === undefined || stillRunning(owner.pid, owner.startTime)) continue
     const stat = readProcStat(pid)
@@ -90,18 +99,18 @@ const readRecords = (dir: string) =>
  * owner that no record names; returns the pgids. Records of live owners (another Baton process on
  * this workspace) are left alone.
  */
-export const reapOrphans = (dir: string, grace: Duration.DurationInput) =>
+export const reapOrphans = (dir: string, grace: Duration.DurationInput, variable: string = OWNER_ENV) =>
   Effect.gen(function*() {
     const reaped: Array<number> = []
     for (const { file, record } of yield* readRecords(dir)) {
       if (record !== undefined && stillRunning(record.owner.pid, record.owner.startTime)) continue
-      if (record !== undefined && markedMembers(record).length > 0) {
+      if (record !== undefined && markedMembers(variable, record).length > 0) {
         yield* killGroup(record.pgid, grace)
         reaped.push(record.pgid)
       }
       yield* Effect.sync(() => Fs.rmSync(file, { force: true }))
     }
-    for (const group of unrecordedOrphans()) {
+    for (const group of unrecordedOrphans(variable, dir)) {
       // A group is signalled whole only when every live member is marked; otherwise just the marked ones.
       const whole = liveMembers(group.pgid).every((pid) => group.pids.includes(pid))
       if (whole) yield* killGroup(group.pgid, grace)
@@ -112,14 +121,14 @@ export const reapOrphans = (dir: string, grace: Duration.DurationInput) =>
   })
 
 /** Records every shell group in `dir` while it runs; without /proc there is nothing to check later, so it records nothing. */
-export const makeProcessRegistry = (dir: string): Effect.Effect<ProcessTracker> =>
+export const makeProcessRegistry = (dir: string, variable: string = OWNER_ENV): Effect.Effect<ProcessTracker> =>
   Effect.sync(() => {
     const self = readProcStat("self")
     if (self === undefined) return noProcessTracking
     const owner = { pid: process.pid, startTime: self.startTime }
     Fs.mkdirSync(dir, { recursive: true })
     return {
-      env: { [OWNER_ENV]: `${owner.pid}:${owner.startTime}` },
+      env: { [variable]: `${owner.pid}:${owner.startTime}`, [registryVariable(variable)]: dir },
       register: (pgid) => Effect.sync(() => Fs.writeFileSync(recordFile(dir, pgid), JSON.stringify({ pgid, owner }))),
       unregister: (pgid) => Effect.sync(() => Fs.rmSync(recordFile(dir, pgid), { force: true }))
     }

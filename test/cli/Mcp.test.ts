@@ -161,6 +161,8 @@ describe("MCP tools through baton run (built CLI, loopback model, fixture server
       yield* crashed.signal("SIGKILL")
       yield* crashed.result
       assert.isFalse(processGone(pid), "a SIGKILLed Baton cannot stop its server itself")
+      // The crash left the call pending, so the next start asks again (DESIGN: re-running is the user's decision): deny it.
+      write(Path.join(dirs.workspace, ".baton", "settings.json"), { permissions: { allow: ["mcp__fixture"], deny: ["mcp__fixture__sleep"] } })
       const next = yield* runCli(["run", "--json", "--continue", ...ws, "hello"], { env })
       assert.strictEqual(next.code, 0, next.stderr)
       assert.isTrue(processGone(pid), "the next start reaped it")

@@ -6,7 +6,7 @@ import * as Path from "node:path"
 import { makeToolExecutor } from "../../src/services/tools/Executor.js"
 import { isAlive, readProcStat } from "../../src/services/ProcessIdentity.js"
 import { killGroup, liveMembers } from "../../src/services/ProcessGroup.js"
-import { OWNER_ENV } from "../../src/services/ProcessRegistry.js"
+import { OWNER_ENV, registryVariable } from "../../src/services/ProcessRegistry.js"
 import { GATE } from "../../src/services/tools/Bash.js"
 import { toolCall } from "../support/Calls.js"
 import { tempDir } from "../support/tempDir.js"
@@ -59,20 +59,23 @@ describe("process registry (reaping what a crash left)", () => {
       assert.sameMembers(Fs.readdirSync(registry), [`${sibling.pgid}.json`])
     }))
 
-  it.scopedLive("a dead owner's marked group that no record names is found and killed; a live owner's is not", () =>
+  it.scopedLive("a dead owner's marked group that no record names is found and killed; a live owner's and another home's are not", () =>
     Effect.gen(function*() {
       const root = yield* tempDir
       const registry = Path.join(root, "processes")
       const workspace = Path.join(root, "ws")
       Fs.mkdirSync(workspace)
       const deadOwner = { pid: process.pid, startTime: "2" }
-      const unrecorded = yield* leftoverGroup(root, { [OWNER_ENV]: `${deadOwner.pid}:${deadOwner.startTime}` })
+      const ours = { [registryVariable(OWNER_ENV)]: registry }
+      const unrecorded = yield* leftoverGroup(root, { [OWNER_ENV]: `${deadOwner.pid}:${deadOwner.startTime}`, ...ours })
+      const elsewhere = yield* leftoverGroup(root, { [OWNER_ENV]: `${deadOwner.pid}:${deadOwner.startTime}`, [registryVariable(OWNER_ENV)]: `${registry}-other-home` })
       const liveOwner = { pid: process.pid, startTime: readProcStat("self")!.startTime }
-      const sibling = yield* leftoverGroup(root, { [OWNER_ENV]: `${liveOwner.pid}:${liveOwner.startTime}` })
+      const sibling = yield* leftoverGroup(root, { [OWNER_ENV]: `${liveOwner.pid}:${liveOwner.startTime}`, ...ours })
 
       yield* makeToolExecutor({ workspace, processRegistryDir: registry, limits: { killGraceMs: 200 } })
 
       assert.isFalse(unrecorded.pids.some(isAlive), "the unrecorded orphan is gone")
+      assert.isTrue(elsewhere.pids.every(isAlive), "another home's orphan is that home's to reap")
       assert.isTrue(sibling.pids.every(isAlive), "a live owner's shell is left alone")
     }))
 

@@ -45,11 +45,14 @@ const initial = (config: McpServerConfig): McpServerState => ({
   tools: []
 })
 
+/** MCP servers carry their own marker: the shells' reaper leaves them to this one. */
+const MCP_OWNER_ENV = "BATON_MCP_OWNER"
+
 const openRegistry = (dir: string, grace: Duration.Duration) =>
   Effect.gen(function*() {
-    const reaped = yield* reapOrphans(dir, grace)
+    const reaped = yield* reapOrphans(dir, grace, MCP_OWNER_ENV)
     if (reaped.length > 0) yield* Effect.logWarning(`killed ${reaped.length} MCP server process group(s) left by a crashed run`)
-    return yield* makeProcessRegistry(dir)
+    return yield* makeProcessRegistry(dir, MCP_OWNER_ENV)
   })
 
 const make = (options: McpClientsOptions) =>

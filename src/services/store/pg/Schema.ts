@@ -11,7 +11,7 @@ import { corruptError, newerSchemaError, type PgTarget } from "./Failures.js"
  * gap or a repeat (the primary key, and a trigger that refuses a chunk whose predecessor is missing).
  */
 
-export const SCHEMA_VERSION = 1
+export const SCHEMA_VERSION = 2
 
 export const MIGRATIONS_TABLE = "baton_migrations"
 

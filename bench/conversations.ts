@@ -1,0 +1,147 @@
+/**
+ * Many conversations in one `baton serve` process over SQLite. The model is a loopback process
+ * (LoopbackMain) whose deltas carry the time they were written; this process drives every
+ * conversation at once through the remote client (`BackendRemote`), so each delta travels model →
+ * server (decode, commit, publish) → SSE → client, and its delay is measured end to end.
+ * - `conversations-1000`: 1,000 conversations, 500 deltas each, 20 ms apart (a model's pace);
+ * - `conversations-burst`: the same with no pacing.
+ */
+import { Context, Effect, Layer, Stream } from "effect"
+import { spawn } from "node:child_process"
+import * as Fs from "node:fs"
+import * as Path from "node:path"
+import * as Readline from "node:readline"
+import type { Chunk as RunChunk } from "../src/domain/Events.js"
+import { Otid } from "../src/domain/Ids.js"
+import { Backend } from "../src/services/Backend.js"
+import { layerRemote } from "../src/services/backend/Remote.js"
+import { percentile, spawnMeasured, tempDir } from "./support/Child.js"
+import { epochMs, stampsOf } from "./support/LoopbackModel.js"
+import type { Row } from "./support/Table.js"
+
+const root = Path.join(import.meta.dirname, "..")
+const bin = Path.join(root, "dist", "bin", "baton.js")
+const loopbackMain = Path.join(import.meta.dirname, "support", "LoopbackMain.ts")
+
+const CONVERSATIONS = Number(process.env["BENCH_CONVERSATIONS"] ?? 1000)
+const DELTAS = 500
+
+/** The loopback model in a process of its own; closed with the scope. */
+const loopbackProcess = (options: { readonly paceMs: number }) =>
+  Effect.acquireRelease(
+    Effect.promise(() =>
+      new Promise<{ readonly baseUrl: string; readonly close: () => Promise<void> }>((resolve, reject) => {
+        const child = spawn(process.execPath, [
+          "--import",
+          "tsx",
+          loopbackMain,
+          JSON.stringify({ wire: "openai-chat", count: DELTAS, paceMs: options.paceMs, stamp: true })
+        ], { stdio: ["pipe", "pipe", "inherit"] })
+        child.on("error", reject)
+        Readline.createInterface({ input: child.stdout! }).once("line", (line) => {
+          const closed = new Promise<void>((done) => child.once("close", () => done()))
+          resolve({ baseUrl: JSON.parse(line).baseUrl, close: () => (child.stdin!.end(), closed) })
+        })
+      })
+    ),
+    (model) => Effect.promise(model.close)
+  )
+
+/** `baton serve` on a free port over a fresh home; SIGTERM at the end of the scope yields its usage. */
+const serveProcess = (baseUrl: string) =>
+  Effect.acquireRelease(
+    Effect.promise(async () => {
+      const home = tempDir("serve")
+      const running = spawnMeasured([bin, "serve", "--port", "0", "--home", home], {
+        env: { BATON_PROVIDER: "openai-chat", BATON_MODEL: "bench", BATON_BASE_URL: baseUrl }
+      })
+      const [, url] = await running.waitFor(/baton serve: (http:\/\/\S+)/)
+      const stop = async () => {
+        running.child.kill("SIGTERM")
+        const usage = await running.exited
+        Fs.rmSync(home, { recursive: true, force: true })
+        return usage
+      }
+      return { url: url!, stop }
+    }),
+    (server) => Effect.promise(() => server.stop().then(() => undefined))
+  )
+
+interface Outcome {
+  readonly chunks: number
+  readonly deltas: number
+  readonly ok: boolean
+}
+
+/** One conversation: sent, read to its stop reason; every delta's delay recorded in `delays`. */
+const converse = (backend: Backend["Type"], id: Parameters<Backend["Type"]["send"]>[0], delays: Array<number>) =>
+  Effect.gen(function*() {
+    let chunks = 0
+    let deltas = 0
+    let ok = false
+    yield* backend.send(id, { messages: [{ type: "user_message", content: "go", otid: Otid.make(`go-${id}`) }] }).pipe(
+      Stream.runForEachChunk((batch) =>
+        Effect.sync(() => {
+          const now = epochMs()
+          for (const chunk of batch as Iterable<RunChunk>) {
+            chunks = chunk.seq
+            if (chunk.type === "text_delta") {
+              for (const at of stampsOf(chunk.content)) {
+                delays.push(now - at)
+                deltas++
+              }
+            } else if (chunk.type === "stop_reason") ok = chunk.reason === "end_turn"
+          }
+        })
+      )
+    )
+    return { chunks, deltas, ok } satisfies Outcome
+  }).pipe(Effect.catchAll(() => Effect.succeed<Outcome>({ chunks: 0, deltas: 0, ok: false })))
+
+const scenario = (label: string, paceMs: number) =>
+  Effect.gen(function*() {
+    const model = yield* loopbackProcess({ paceMs })
+    const server = yield* serveProcess(model.baseUrl)
+    const backend = Context.get(yield* Layer.build(layerRemote({ url: server.url })), Backend)
+    const conversations = yield* Effect.forEach(
+      Array.from({ length: CONVERSATIONS }),
+      () => Effect.map(backend.createConversation({}), (c) => c.id),
+      { concurrency: 50 }
+    )
+    const delays: Array<number> = []
+    const began = performance.now()
+    const outcomes = yield* Effect.forEach(conversations, (id) => converse(backend, id, delays), { concurrency: "unbounded" })
+    const seconds = (performance.now() - began) / 1000
+    const usage = yield* Effect.promise(server.stop)
+    const errors = outcomes.filter((o) => !o.ok || o.deltas !== DELTAS).length
+    const chunks = outcomes.reduce((n, o) => n + o.chunks, 0)
+    const sorted = delays.sort((a, b) => a - b)
+    return { label, seconds, errors, chunksPerSecond: chunks / seconds, p50: percentile(sorted, 50), p99: percentile(sorted, 99), rssMb: usage.maxRssMb, cpuMs: usage.cpuMs }
+  }).pipe(Effect.scoped, Effect.orDie)
+
+export const conversationRows = Effect.gen(function*() {
+  const paced = yield* scenario("conversations-1000", 20)
+  const burst = yield* scenario("conversations-burst", 0)
+  const n = CONVERSATIONS.toLocaleString("en")
+  const rows: ReadonlyArray<Row> = [
+    {
+      figure: `conversations-1000: chunks persisted/s (${n} × ${DELTAS} deltas, 20 ms apart)`,
+      value: paced.chunksPerSecond,
+      unit: "chunks/s",
+      note: `all done in ${paced.seconds.toFixed(1)} s; server CPU ${(paced.cpuMs / 1000).toFixed(1)} s`
+    },
+    { figure: "conversations-1000: errors", value: paced.errors, unit: "", target: "0", met: paced.errors === 0 },
+    { figure: "conversations-1000: server peak RSS", value: paced.rssMb, unit: "MB", target: "≤ 600 MB", met: paced.rssMb <= 600 },
+    { figure: "conversations-1000: delta → follower p50", value: paced.p50, unit: "ms" },
+    { figure: "conversations-1000: delta → follower p99", value: paced.p99, unit: "ms", target: "≤ 50 ms", met: paced.p99 <= 50 },
+    {
+      figure: `conversations-burst: chunks persisted/s (${n} × ${DELTAS} deltas, no pacing)`,
+      value: burst.chunksPerSecond,
+      unit: "chunks/s",
+      target: "≥ 50,000/s",
+      met: burst.chunksPerSecond >= 50_000,
+      note: `${burst.errors} errors; done in ${burst.seconds.toFixed(1)} s; p99 delay ${burst.p99.toFixed(0)} ms; peak RSS ${burst.rssMb.toFixed(0)} MB`
+    }
+  ]
+  return rows
+})

@@ -1,0 +1,62 @@
+/**
+ * `npm run bench`: builds the bin, runs every benchmark in one process run and prints one table,
+ * which it also writes, with the machine's CPU, Node version and date, to bench/RESULTS.md. No
+ * network: every model is a loopback server (bench/support/LoopbackModel.ts).
+ */
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
+import { Effect } from "effect"
+import { build as esbuild } from "esbuild"
+import { execFileSync } from "node:child_process"
+import * as Fs from "node:fs"
+import * as Path from "node:path"
+import { conversationRows } from "./conversations.js"
+import { streamRows } from "./stream.js"
+import { machine, markdownTable, type Row } from "./support/Table.js"
+
+const root = Path.join(import.meta.dirname, "..")
+const only = process.argv.slice(2)
+
+const build = Effect.zipRight(
+  Effect.sync(() => execFileSync(process.execPath, [Path.join(root, "scripts", "build.mjs")], { stdio: "inherit" })),
+  // The floor is bundled like the bin, so neither pays for loading modules one file at a time.
+  Effect.promise(() =>
+    esbuild({
+      entryPoints: [Path.join(root, "bench", "support", "StreamFloor.ts")],
+      outfile: Path.join(root, "dist", "bench", "StreamFloor.mjs"),
+      bundle: true,
+      platform: "node",
+      format: "esm",
+      target: "node20",
+      minify: true,
+      logLevel: "warning"
+    })
+  )
+)
+
+const sections: ReadonlyArray<readonly [string, Effect.Effect<ReadonlyArray<Row>>]> = [
+  ["stream", streamRows],
+  ["conversations", conversationRows]
+]
+
+const main = Effect.gen(function*() {
+  const header = machine()
+  const began = performance.now()
+  yield* build
+  const rows: Array<Row> = []
+  for (const [name, section] of sections) {
+    if (only.length > 0 && !only.includes(name)) continue
+    const t0 = performance.now()
+    rows.push(...(yield* section))
+    process.stderr.write(`bench: ${name} done in ${((performance.now() - t0) / 1000).toFixed(1)} s\n`)
+  }
+  const table = markdownTable(rows)
+  const seconds = ((performance.now() - began) / 1000).toFixed(0)
+  console.log(table)
+  if (only.length > 0) return
+  Fs.writeFileSync(
+    Path.join(root, "bench", "RESULTS.md"),
+    `# Benchmark results\n\nWritten by \`npm run bench\` (${seconds} s).\n\n${header}\n\n${table}\n`
+  )
+})
+
+NodeRuntime.runMain(main)

@@ -48,12 +48,28 @@ export type WriteError = StoreError | NotFound | ChunkSeqError
 
 const isStop = (chunk: Chunk): boolean => chunk.type === "stop_reason"
 
+const isContiguous = (batch: EChunk.Chunk<Chunk>, after: number): boolean => {
+  let expected = after + 1
+  for (const chunk of batch) {
+    if (chunk.seq !== expected) return false
+    expected++
+  }
+  return true
+}
+
+/**
+ * Live chunks kept per run for followers that lag. A follower that falls further behind finds a gap
+ * and reads the Store instead, so a slow reader (a stalled SSE client) costs bounded memory and never
+ * holds up the run's commits.
+ */
+export const LIVE_CAPACITY = 1024
+
 export const makeRunLog = Effect.fn("RunLog.make")(function*(
   store: Store["Type"],
   run: { readonly conversationId: ConversationId; readonly runId: RunId; readonly lastSeq: number }
 ) {
   const { conversationId, runId } = run
-  const pubsub = yield* PubSub.unbounded<Chunk>()
+  const pubsub = yield* PubSub.sliding<Chunk>(LIVE_CAPACITY)
   const seqRef = yield* Ref.make(run.lastSeq)
 
   const emit = Effect.fn("RunLog.emit")(
@@ -85,20 +101,33 @@ export const makeRunLog = Effect.fn("RunLog.make")(function*(
     Stream.unwrapScoped(
       Effect.gen(function*() {
         const live = yield* PubSub.subscribe(pubsub)
-        const last = yield* Ref.make(after)
-        const seen = <E>(stream: Stream.Stream<Chunk, E>) => Stream.tap(stream, (c) => Ref.set(last, c.seq))
-        const backlog = seen(store.readChunks(runId, after))
+        // The last seq this follower has passed on; each batch moves it once.
+        let last = after
+        const seen = <E>(stream: Stream.Stream<Chunk, E>) =>
+          Stream.mapChunks(stream, (batch) => {
+            const end = EChunk.last(batch)
+            if (Option.isSome(end)) last = end.value.seq
+            return batch
+          })
+        const fromStore = () => seen(store.readChunks(runId, last))
+        // A gap means the bounded buffer slid past this follower (it read slower than the run wrote):
+        // everything published is committed, so the Store has the missing chunks and the batch too.
+        const liveBatch = (batch: EChunk.Chunk<Chunk>): Stream.Stream<Chunk, NotFound | StoreError> => {
+          const fresh = EChunk.filter(batch, (c) => c.seq > last)
+          if (EChunk.isEmpty(fresh)) return Stream.empty
+          if (!isContiguous(fresh, last)) return fromStore()
+          last = EChunk.unsafeLast(fresh).seq
+          return Stream.fromChunk(fresh)
+        }
         // A run that has finished has all its chunks in the Store (its end commits before it is
         // published): read the rest there, so a follower that joins at or after the end ends too.
         const rest = Stream.unwrap(
-          Effect.gen(function*() {
-            const stored = yield* store.getRun(runId)
-            const from = yield* Ref.get(last)
-            if (stored.status !== "running") return store.readChunks(runId, from)
-            return seen(Stream.fromQueue(live).pipe(Stream.filter((c) => c.seq > from)))
-          })
+          Effect.map(store.getRun(runId), (stored) =>
+            stored.status !== "running"
+              ? fromStore()
+              : Stream.fromQueue(live).pipe(Stream.chunks, Stream.flatMap(liveBatch)))
         )
-        return backlog.pipe(Stream.concat(rest), Stream.takeUntil(isStop))
+        return fromStore().pipe(Stream.concat(rest), Stream.takeUntil(isStop))
       })
     )
 

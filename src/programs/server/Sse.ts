@@ -1,8 +1,9 @@
 import * as Sse from "@effect/experimental/Sse"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
-import { Chunk as EChunk, Duration, Effect, Option, Schema, Stream } from "effect"
+import { Chunk as EChunk, Duration, Effect, Option, Stream } from "effect"
 import type { BackendError } from "../../domain/Errors.js"
-import { type Chunk, TaskEventFromJson } from "../../domain/Events.js"
+import { encodeEventJson } from "../../domain/EventJson.js"
+import type { Chunk } from "../../domain/Events.js"
 import { realClock } from "../../services/RealClock.js"
 
 export interface SseOptions {
@@ -22,12 +23,16 @@ export const HEARTBEAT = ": heartbeat\n\n"
  */
 export const END_EVENT = Sse.encoder.write({ _tag: "Event", event: "end", id: undefined, data: "end" })
 
-const encodeChunk = Schema.encode(TaskEventFromJson)
-
 /** One chunk as one SSE event: `id: <runId>:<seq>`, `data:` the chunk's JSON. */
-export const sseEvent = (chunk: Chunk): Effect.Effect<string> =>
-  Effect.map(Effect.orDie(encodeChunk(chunk)), (data) =>
-    Sse.encoder.write({ _tag: "Event", event: "message", id: `${chunk.run_id}:${chunk.seq}`, data }))
+export const sseEvent = (chunk: Chunk): string =>
+  Sse.encoder.write({ _tag: "Event", event: "message", id: `${chunk.run_id}:${chunk.seq}`, data: encodeEventJson(chunk) })
+
+/** A batch of chunks as one piece of the body: one socket write per batch, not per chunk. */
+const sseBatch = (batch: EChunk.Chunk<Chunk>): EChunk.Chunk<string> => {
+  let text = ""
+  for (const chunk of batch) text += sseEvent(chunk)
+  return text === "" ? EChunk.empty() : EChunk.of(text)
+}
 
 /** The first non-empty pull, or an empty chunk when the stream ends without any element. */
 const firstChunk = <A, E>(pull: Effect.Effect<EChunk.Chunk<A>, Option.Option<E>>): Effect.Effect<EChunk.Chunk<A>, E> =>
@@ -53,7 +58,7 @@ export const sseResponse = Effect.fn("Server.sseResponse")(function*(
   if (Option.isSome(first)) yield* onFirst(first.value)
   const events = Stream.fromChunk(head).pipe(
     Stream.concat(Stream.repeatEffectChunkOption(pull)),
-    Stream.mapEffect(sseEvent),
+    Stream.mapChunks(sseBatch),
     Stream.concat(Stream.succeed(END_EVENT)),
     Stream.catchAllCause((cause) =>
       Stream.drain(Stream.fromEffect(Effect.logWarning("run stream ended early; the client will resume", cause)))

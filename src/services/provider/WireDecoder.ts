@@ -1,4 +1,5 @@
 import { type Chunk, Effect, Either, Option, Stream } from "effect"
+import { type BatchStep, mapBatches } from "../Batches.js"
 import type { ProviderError } from "../../domain/ProviderError.js"
 import { ProviderMalformed, ProviderTimeout } from "../../domain/ProviderError.js"
 import type { ProviderEvent } from "../../domain/ProviderEvent.js"
@@ -67,31 +68,25 @@ export interface WireDecoder {
 
 /**
  * Runs a decoder over SSE events: stops reading at the terminal event, and fails with
- * ProviderMalformed{truncated} when the body ends before it.
+ * ProviderMalformed{truncated} when the body ends before it. The events of one read stay one chunk.
  */
 export const runDecoder = (provider: string, make: () => WireDecoder) =>
 <E, R>(events: Stream.Stream<SseEvent, E, R>): Stream.Stream<ProviderEvent, E | ProviderError, R> =>
   Stream.suspend(() => {
     const decoder = make()
-    let done = false
-    return events.pipe(
-      Stream.mapEffect((event) => decoder.onEvent(event)),
-      Stream.takeUntil((s) => s.done),
-      Stream.tap((s) =>
-        Effect.sync(() => {
-          if (s.done) done = true
-        })
-      ),
-      Stream.mapConcat((s) => s.events),
-      Stream.concat(Stream.suspend(() =>
-        done ? Stream.empty : Stream.fail(
-          new ProviderMalformed({
-            reason: "truncated",
-            message: `${provider}: stream ended before ${decoder.terminal}`
-          })
-        )
-      ))
-    )
+    return events.pipe(mapBatches(
+      (batch): BatchStep<ProviderEvent, ProviderError> => {
+        const out: Array<ProviderEvent> = []
+        for (const event of batch) {
+          const decoded = decoder.onEvent(event)
+          if (Either.isLeft(decoded)) return { out, fail: decoded.left }
+          for (const e of decoded.right.events) out.push(e)
+          if (decoded.right.done) return { out, stop: true }
+        }
+        return { out }
+      },
+      () => new ProviderMalformed({ reason: "truncated", message: `${provider}: stream ended before ${decoder.terminal}` })
+    ))
   })
 
 export const undecodable = (provider: string, what: string) =>

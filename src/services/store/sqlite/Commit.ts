@@ -5,7 +5,7 @@ import { advanceOpenCalls, checkChunkSeqs, defaultFlags, isMessageType, type Ope
 import {
   chunkCheckError,
   conversationNotFound,
-  encodeEvent,
+  encodeEventText,
   newId,
   rejectDeltaItems,
   runNotFound
@@ -74,8 +74,8 @@ export const makeCommit = (sql: SqlClient, q: Queries, path: string) => {
     const newSegment = write.newSegment === true
     const now = yield* Clock.currentTimeMillis
     const ids = yield* Effect.forEach(items, () => newId("msg"))
-    const bodies = yield* Effect.forEach(items, (i) => encodeEvent(i.item))
-    const chunkBodies = yield* Effect.forEach(chunks, encodeEvent)
+    const bodies = items.map((i) => encodeEventText(i.item))
+    const chunkBodies = chunks.map((c) => encodeEventText(c))
 
     const rows = yield* sql.withTransaction(Effect.gen(function*() {
       // The first statement writes, so the transaction holds the write lock from its start and

@@ -1,5 +1,5 @@
 import type { SqlClient } from "@effect/sql/SqlClient"
-import { Chunk, Clock, Effect, Option, Stream } from "effect"
+import { Chunk, Clock, Effect, Either, Option, Stream } from "effect"
 import { InvalidInput } from "../../../domain/Errors.js"
 import { ConversationId } from "../../../domain/Ids.js"
 import {
@@ -14,7 +14,7 @@ import type { ToolCall } from "../../../domain/Messages.js"
 import {
   busyConflict,
   conversationNotFound,
-  decodeChunk,
+  decodeChunks,
   encodeSettings,
   makeConversation,
   messageNotFound,
@@ -199,9 +199,9 @@ export const makeSqliteStore = (sql: SqlClient, path: string) => {
             run,
             Effect.flatMap(decodeRows(ChunkRow, path)),
             Effect.flatMap((page) =>
-              Effect.map(Effect.forEach(page, (row) => decodeChunk(row.body, path)), (decoded) =>
+              Either.map(decodeChunks(page.map((row) => row.body), path), (decoded) =>
                 [
-                  Chunk.fromIterable(decoded),
+                  Chunk.unsafeFromArray(decoded),
                   page.length < CHUNK_PAGE ? Option.none() : Option.some(page[page.length - 1]!.seq)
                 ] as const)
             )

@@ -5,20 +5,20 @@ import * as Path from "node:path"
 import type { ConfigError, StoreError } from "../../domain/Errors.js"
 import { ProviderInvalidRequest } from "../../domain/ProviderError.js"
 import type { Backend } from "../../services/Backend.js"
-import { layerRemote } from "../../services/backend/Remote.js"
 import { Provider } from "../../services/Provider.js"
 import { layerFromSettings } from "../../services/provider/Config.js"
 import { layerSqlite } from "../../services/store/Sqlite.js"
 import type { ToolExecutor } from "../../services/ToolExecutor.js"
 import * as ToolExecutorLive from "../../services/tools/Executor.js"
 import { layerLocal } from "../backend/BackendLocal.js"
-import { type BatonServer, serve, type ServeOptions, type ServerStartError } from "../server/Server.js"
+import type { BatonServer, ServeOptions, ServerStartError } from "../server/Server.js"
 import { type AppEnv, describeProvider, providerSettings, serverToken, storeFile } from "./Env.js"
 
 /**
  * The CLI's composition root: the one module that turns an environment (AppEnv: home, workspace,
  * settings, options) into layers. Programs only name the services they need in their type;
- * Commands.ts provides them from here, per command.
+ * Commands.ts provides them from here, per command. The remote client and the server (its HTTP API,
+ * router and the /docs page, most of the bundle) load only when a command uses them.
  */
 
 /** The model a task command uses, and how to name it. With `--server` the server makes the model calls. */
@@ -70,7 +70,11 @@ export const backend = (env: AppEnv, provider: Layer.Layer<Provider, ConfigError
   const server = env.args.server
   if (server === undefined) return localBackend(env, provider)
   return Layer.unwrapEffect(
-    Effect.map(serverToken, (token) => layerRemote({ url: server.replace(/\/+$/, ""), ...(token !== undefined ? { token } : {}) }))
+    Effect.zipWith(
+      Effect.promise(() => import("../../services/backend/Remote.js")),
+      serverToken,
+      (remote, token) => remote.layerRemote({ url: server.replace(/\/+$/, ""), ...(token !== undefined ? { token } : {}) })
+    )
   )
 }
 
@@ -88,4 +92,6 @@ export const server = (
   provider: Layer.Layer<Provider, ConfigError>,
   options: ServeOptions
 ): Layer.Layer<BatonServer, ServerStartError | ConfigError | StoreError> =>
-  serve(options).pipe(Layer.provide(localBackend(env, provider)))
+  Layer.unwrapEffect(
+    Effect.map(Effect.promise(() => import("../server/Server.js")), (server) => server.serve(options).pipe(Layer.provide(localBackend(env, provider))))
+  )

@@ -20,7 +20,9 @@ import { epochMs, stampsOf } from "./support/LoopbackModel.js"
 import type { Row } from "./support/Table.js"
 
 const root = Path.join(import.meta.dirname, "..")
-const bin = Path.join(root, "dist", "bin", "baton.js")
+const bin = process.env["BENCH_BIN"] ?? Path.join(root, "dist", "bin", "baton.js")
+/** Extra node flags for the server, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` to see where its time goes. */
+const serveFlags = (process.env["BENCH_SERVE_FLAGS"] ?? "").split(" ").filter((f) => f !== "")
 const loopbackMain = Path.join(import.meta.dirname, "support", "LoopbackMain.ts")
 
 const CONVERSATIONS = Number(process.env["BENCH_CONVERSATIONS"] ?? 1000)
@@ -36,7 +38,7 @@ const loopbackProcess = (options: { readonly paceMs: number }) =>
           "tsx",
           loopbackMain,
           JSON.stringify({ wire: "openai-chat", count: DELTAS, paceMs: options.paceMs, stamp: true })
-        ], { stdio: ["pipe", "pipe", "inherit"] })
+        ], { stdio: ["pipe", "pipe", "inherit"], cwd: root })
         child.on("error", reject)
         Readline.createInterface({ input: child.stdout! }).once("line", (line) => {
           const closed = new Promise<void>((done) => child.once("close", () => done()))
@@ -52,7 +54,7 @@ const serveProcess = (baseUrl: string) =>
   Effect.acquireRelease(
     Effect.promise(async () => {
       const home = tempDir("serve")
-      const running = spawnMeasured([bin, "serve", "--port", "0", "--home", home], {
+      const running = spawnMeasured([...serveFlags, bin, "serve", "--port", "0", "--home", home], {
         env: { BATON_PROVIDER: "openai-chat", BATON_MODEL: "bench", BATON_BASE_URL: baseUrl }
       })
       const [, url] = await running.waitFor(/baton serve: (http:\/\/\S+)/)
@@ -121,7 +123,8 @@ const scenario = (label: string, paceMs: number) =>
 
 export const conversationRows = Effect.gen(function*() {
   const paced = yield* scenario("conversations-1000", 20)
-  const burst = yield* scenario("conversations-burst", 0)
+  // BENCH_PACED_ONLY=1 skips the burst (when profiling the paced case).
+  const burst = process.env["BENCH_PACED_ONLY"] === "1" ? paced : yield* scenario("conversations-burst", 0)
   const n = CONVERSATIONS.toLocaleString("en")
   const rows: ReadonlyArray<Row> = [
     {

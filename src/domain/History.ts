@@ -63,3 +63,10 @@ export interface Write {
   /** Start a new trace segment before appending `items` (a successful compaction). */
   readonly newSegment?: boolean
 }
+
+/**
+ * Whether a write records something (items, a finished run, a new segment), which makes its
+ * conversation the most recently active; a run's streamed chunks alone do not (its request_begin did).
+ */
+export const records = (write: Write): boolean =>
+  (write.items ?? []).length > 0 || write.finishRun !== undefined || write.newSegment === true

@@ -4,6 +4,7 @@ import type { Chunk, StopReasonValue, TaskEvent } from "../../domain/Events.js"
 import type { NewItem } from "../../domain/History.js"
 import type { ConversationId, RunId } from "../../domain/Ids.js"
 import type { RunStatus } from "../../domain/Run.js"
+import { type BatchStep, mapBatches } from "../../services/Batches.js"
 import type { Store } from "../../services/Store.js"
 
 /**
@@ -47,15 +48,6 @@ export interface Finish {
 export type WriteError = StoreError | NotFound | ChunkSeqError
 
 const isStop = (chunk: Chunk): boolean => chunk.type === "stop_reason"
-
-const isContiguous = (batch: EChunk.Chunk<Chunk>, after: number): boolean => {
-  let expected = after + 1
-  for (const chunk of batch) {
-    if (chunk.seq !== expected) return false
-    expected++
-  }
-  return true
-}
 
 /**
  * Live chunks kept per run for followers that lag. A follower that falls further behind finds a gap
@@ -101,31 +93,45 @@ export const makeRunLog = Effect.fn("RunLog.make")(function*(
     Stream.unwrapScoped(
       Effect.gen(function*() {
         const live = yield* PubSub.subscribe(pubsub)
-        // The last seq this follower has passed on; each batch moves it once.
+        // The last seq this follower has passed on, and whether the live buffer slid past it.
         let last = after
-        const seen = <E>(stream: Stream.Stream<Chunk, E>) =>
-          Stream.mapChunks(stream, (batch) => {
+        let gap = false
+        const fromStore = () =>
+          Stream.mapChunks(store.readChunks(runId, last), (batch) => {
             const end = EChunk.last(batch)
             if (Option.isSome(end)) last = end.value.seq
             return batch
           })
-        const fromStore = () => seen(store.readChunks(runId, last))
-        // A gap means the bounded buffer slid past this follower (it read slower than the run wrote):
-        // everything published is committed, so the Store has the missing chunks and the batch too.
-        const liveBatch = (batch: EChunk.Chunk<Chunk>): Stream.Stream<Chunk, NotFound | StoreError> => {
-          const fresh = EChunk.filter(batch, (c) => c.seq > last)
-          if (EChunk.isEmpty(fresh)) return Stream.empty
-          if (!isContiguous(fresh, last)) return fromStore()
-          last = EChunk.unsafeLast(fresh).seq
-          return Stream.fromChunk(fresh)
-        }
+        // Live batches pass in one step each while they continue the seq. A gap means the bounded
+        // buffer slid past this follower (it read slower than the run wrote): everything published
+        // is committed, so the Store has the missing chunks; read them there, then go on live.
+        const liveStretch = Stream.fromQueue(live).pipe(mapBatches((batch): BatchStep<Chunk, never> => {
+          const out: Array<Chunk> = []
+          for (const chunk of batch) {
+            if (chunk.seq <= last) continue
+            if (chunk.seq !== last + 1) {
+              gap = true
+              return { out, stop: true }
+            }
+            out.push(chunk)
+            last = chunk.seq
+            if (isStop(chunk)) return { out, stop: true }
+          }
+          return { out }
+        }))
+        const fromLive = (): Stream.Stream<Chunk, NotFound | StoreError> =>
+          Stream.concat(
+            liveStretch,
+            Stream.suspend(() => {
+              if (!gap) return Stream.empty
+              gap = false
+              return Stream.concat(fromStore(), Stream.suspend(fromLive))
+            })
+          )
         // A run that has finished has all its chunks in the Store (its end commits before it is
         // published): read the rest there, so a follower that joins at or after the end ends too.
         const rest = Stream.unwrap(
-          Effect.map(store.getRun(runId), (stored) =>
-            stored.status !== "running"
-              ? fromStore()
-              : Stream.fromQueue(live).pipe(Stream.chunks, Stream.flatMap(liveBatch)))
+          Effect.map(store.getRun(runId), (stored) => (stored.status !== "running" ? fromStore() : fromLive()))
         )
         return fromStore().pipe(Stream.concat(rest), Stream.takeUntil(isStop))
       })

@@ -1,6 +1,7 @@
 import { Chunk, Clock, Effect, Either, Layer, Option, Stream } from "effect"
 import { InvalidInput } from "../../domain/Errors.js"
 import type { ToolCall } from "../../domain/Messages.js"
+import { records } from "../../domain/History.js"
 import { ConversationId, MessageId, type Otid, RunId } from "../../domain/Ids.js"
 import {
   advanceOpenCalls,
@@ -165,7 +166,7 @@ export const layerMemory: Layer.Layer<Store> = Layer.sync(Store, () => {
       if (finish !== undefined) {
         runs.set(finish.runId, { ...runs.get(finish.runId)!, status: finish.status, stopReason: finish.stopReason, updatedAt: now })
       }
-      touch(state, now)
+      if (records(write)) touch(state, now)
       return yield* storedAll(write.conversationId, rows)
     }),
 

@@ -10,7 +10,7 @@ import {
   rejectDeltaItems,
   runNotFound
 } from "../Codec.js"
-import type { NewItem, Write } from "../../../domain/History.js"
+import { type NewItem, records, type Write } from "../../../domain/History.js"
 import { guard, retryBusy } from "./Failures.js"
 import type { Queries } from "./Queries.js"
 import { decodeRows, toStoredItems } from "./Rows.js"
@@ -80,12 +80,16 @@ export const makeCommit = (sql: SqlClient, q: Queries, path: string) => {
     const rows = yield* sql.withTransaction(Effect.gen(function*() {
       // The first statement writes, so the transaction holds the write lock from its start and
       // cannot fail later with SQLITE_BUSY_SNAPSHOT against another process.
-      const [head] = yield* sql<{ readonly last_position: number; readonly segment: number }>`UPDATE conversations
+      // Recording something makes the conversation the most recent; streamed chunks alone do not.
+      const [head] = yield* (records(write)
+        ? sql<{ readonly last_position: number; readonly segment: number }>`UPDATE conversations
         SET updated_at = ${now},
             touched = (SELECT coalesce(max(touched), 0) + 1 FROM conversations),
             last_position = last_position + ${items.length},
             segment = segment + ${newSegment ? 1 : 0}
         WHERE id = ${id} RETURNING last_position, segment`
+        : sql<{ readonly last_position: number; readonly segment: number }>`UPDATE conversations
+        SET last_position = last_position WHERE id = ${id} RETURNING last_position, segment`)
       if (head === undefined) return yield* conversationNotFound(id)
 
       const runIds = [...new Set([...chunks.map((c) => c.run_id), ...(finish === undefined ? [] : [finish.runId])])]

@@ -23,6 +23,7 @@ import {
 } from "../Codec.js"
 import { Store } from "../../Store.js"
 import { makeCommit } from "./Commit.js"
+import { makeGroupCommit } from "./GroupCommit.js"
 import { guard, retryBusy } from "./Failures.js"
 import { makeQueries } from "./Queries.js"
 import { ChunkRow, ConversationRow, decodeRows, toConversation, toRuns, toStoredItems } from "./Rows.js"
@@ -35,9 +36,10 @@ import { ChunkRow, ConversationRow, decodeRows, toConversation, toRuns, toStored
 
 const CHUNK_PAGE = 256
 
-/** The Store over one SQLite connection; `path` names the file in every error. */
-export const makeSqliteStore = (sql: SqlClient, path: string) => {
+/** The Store over one SQLite connection; `path` names the file in every error. Its group-commit writer lives in the scope. */
+export const makeSqliteStore = (sql: SqlClient, path: string) => Effect.gen(function*() {
   const q = makeQueries(sql)
+  const commit = yield* makeGroupCommit(sql, path, makeCommit(sql, q, path))
   const run = guard(path)
   /** Several reads that must see one snapshot (a concurrent commit may not land between them). */
   const snapshot = <A, E, R>(effect: Effect.Effect<A, E, R>) => sql.withTransaction(effect)
@@ -108,7 +110,7 @@ export const makeSqliteStore = (sql: SqlClient, path: string) => {
       if (deleted.length === 0) return yield* conversationNotFound(id)
     }),
 
-    commit: makeCommit(sql, q, path),
+    commit,
 
     listItems: Effect.fn("Store.listItems")(function*(id, query) {
       const limit = clampLimit(query?.limit, 100, 1000)
@@ -208,4 +210,4 @@ export const makeSqliteStore = (sql: SqlClient, path: string) => {
           ))
       }))
   })
-}
+})

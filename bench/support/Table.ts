@@ -21,6 +21,7 @@ export interface Row {
 
 const format = (value: number, unit: string): string => {
   if (!Number.isFinite(value)) return "n/a"
+  if (unit === "") return String(Math.round(value))
   const digits = Math.abs(value) >= 100 ? 0 : Math.abs(value) >= 10 ? 1 : 2
   return `${value.toLocaleString("en", { maximumFractionDigits: digits, minimumFractionDigits: digits })} ${unit}`
 }

@@ -1,17 +1,16 @@
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import { Effect, Layer, ParseResult, Schema } from "effect"
 import { InvalidInput } from "../../domain/Errors.js"
-import type { Chunk } from "../../domain/Events.js"
 import type { RunId } from "../../domain/Ids.js"
 import { Backend } from "../../services/Backend.js"
 import { BatonApi, CarryOverJson } from "../../services/backend/HttpApi.js"
-import { type SseOptions, sseResponse } from "./Sse.js"
+import { type SseOptions, sseResponse, type Track } from "./Sse.js"
 
 /** What the handlers need from the server around them. */
 export interface HandlerContext {
   readonly sse: SseOptions
   /** Called with the first chunk of every run started here, so shutdown can wait for it. */
-  readonly track: (first: Chunk) => Effect.Effect<void>
+  readonly track: Track
 }
 
 /**

@@ -10,7 +10,12 @@ import { execFileSync } from "node:child_process"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { conversationRows } from "./conversations.js"
+import { providerRows } from "./ProviderThroughput.js"
+import { remoteRows } from "./RemoteStream.js"
+import { startupRows } from "./startup.js"
+import { storeRows } from "./store.js"
 import { streamRows } from "./stream.js"
+import { toolRows } from "./tools.js"
 import { machine, markdownTable, type Row } from "./support/Table.js"
 
 const root = Path.join(import.meta.dirname, "..")
@@ -33,9 +38,15 @@ const build = Effect.zipRight(
   )
 )
 
+/** In order; `npm run bench -- stream store` runs only those (and writes nothing). */
 const sections: ReadonlyArray<readonly [string, Effect.Effect<ReadonlyArray<Row>>]> = [
   ["stream", streamRows],
-  ["conversations", conversationRows]
+  ["startup", startupRows],
+  ["conversations", conversationRows],
+  ["store", storeRows],
+  ["provider", providerRows],
+  ["remote", remoteRows],
+  ["tools", toolRows]
 ]
 
 const main = Effect.gen(function*() {

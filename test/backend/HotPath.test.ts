@@ -1,13 +1,16 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Context, Effect, Layer, Stream } from "effect"
+import { Chunk as EChunk, Context, Effect, Layer, Option, Stream } from "effect"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import type { Chunk, TaskEvent } from "../../src/domain/Events.js"
+import { Otid } from "../../src/domain/Ids.js"
 import type { Write } from "../../src/domain/History.js"
 import { layerLocal } from "../../src/programs/backend/BackendLocal.js"
+import { LIVE_CAPACITY, makeRunLog } from "../../src/programs/backend/RunLog.js"
 import { open } from "../../src/programs/session/Session.js"
 import { Backend } from "../../src/services/Backend.js"
 import { Provider } from "../../src/services/Provider.js"
+import { layerMemory } from "../../src/services/store/Memory.js"
 import { layerSqlite } from "../../src/services/store/Sqlite.js"
 import { Store } from "../../src/services/Store.js"
 import { ToolExecutor } from "../../src/services/ToolExecutor.js"
@@ -114,5 +117,37 @@ describe("the hot path", () => {
       assert.deepStrictEqual(received.map((c) => c.seq), received.map((_, i) => i + 1))
       assert.strictEqual(received.flatMap((c) => (c.type === "text_delta" ? [c.content] : [])).join(""), deltas.join(""))
       assert.strictEqual(received.at(-1)?.type, "stop_reason")
+    }))
+
+  it.scoped("a follower that stops reading never holds up the run, and later gets every chunk once, in order", () =>
+    Effect.gen(function*() {
+      const store = yield* Effect.provide(Store, layerMemory)
+      const conversation = yield* store.createConversation({})
+      const { run } = yield* store.createRun(conversation.id, Otid.make("o"), "turn")
+      const log = yield* makeRunLog(store, { conversationId: conversation.id, runId: run.id, lastSeq: 0 })
+      // Caught up with the live run (its backlog read, one live chunk taken); then it reads nothing
+      // while the run writes far past the live buffer.
+      const pull = yield* Stream.toPull(log.follow(0))
+      yield* log.emit([{ event: { type: "request_begin", attempt: 0 } }])
+      const backlog = yield* pull
+      yield* log.emit([{ event: { type: "text_delta", content: "live " } }])
+      const live = yield* pull
+      const head = EChunk.appendAll(backlog, live)
+      const total = LIVE_CAPACITY * 3
+      for (let i = 0; i < total; i += 16) {
+        yield* log.emit(Array.from({ length: 16 }, (_, k) => ({ event: { type: "text_delta", content: `${i + k} ` } as const })))
+      }
+      yield* log.emit([{ event: { type: "stop_reason", reason: "end_turn" }, record: "item" }], {
+        finish: { status: "completed", stopReason: "end_turn", onCommitted: Effect.void }
+      })
+      const rest: Array<Chunk> = []
+      for (;;) {
+        const next = yield* Effect.option(pull)
+        if (Option.isNone(next)) break
+        rest.push(...EChunk.toReadonlyArray(next.value))
+      }
+      const seqs = [...EChunk.toReadonlyArray(head), ...rest].map((c) => c.seq)
+      assert.deepStrictEqual(seqs, Array.from({ length: total + 3 }, (_, i) => i + 1))
+      assert.strictEqual(rest.at(-1)?.type, "stop_reason")
     }))
 })

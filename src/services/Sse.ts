@@ -53,10 +53,19 @@ export const decodeSse = <E, R>(bytes: Stream.Stream<Uint8Array, E, R>): Stream.
     }))
   })
 
+/** A JSON object (not an array), as the schema's structs require. */
+export const isJsonObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === "object" && value !== null && !Array.isArray(value)
+
 const excerpt = (data: string) => (data.length > 120 ? `${data.slice(0, 120)}…` : data)
 
-/** JSON text → A: invalid JSON is `bad_json`, JSON of the wrong shape is `undecodable_event`. */
-export const decodeData = <A, I>(schema: Schema.Schema<A, I>, provider: string) => {
+/**
+ * JSON text → A: invalid JSON is `bad_json`, JSON of the wrong shape is `undecodable_event`. `fast`
+ * may recognise the frequent shapes (a text delta) in a few checks instead of the schema: it answers
+ * only for JSON the schema accepts, with the fields the decoder reads as the schema would give them,
+ * and undefined for anything else, which the schema then decides.
+ */
+export const decodeData = <A, I>(schema: Schema.Schema<A, I>, provider: string, fast?: (json: unknown) => A | undefined) => {
   const decode = Schema.decodeUnknownEither(schema)
   return (data: string): Either.Either<A, ProviderMalformed> => {
     let json: unknown
@@ -67,6 +76,8 @@ export const decodeData = <A, I>(schema: Schema.Schema<A, I>, provider: string) 
         new ProviderMalformed({ reason: "bad_json", message: `${provider}: event data is not JSON: ${excerpt(data)}` })
       )
     }
+    const known = fast?.(json)
+    if (known !== undefined) return Either.right(known)
     return Either.mapLeft(decode(json), (error) =>
       new ProviderMalformed({
         reason: "undecodable_event",

@@ -52,7 +52,8 @@ const sections: ReadonlyArray<readonly [string, Effect.Effect<ReadonlyArray<Row>
 const main = Effect.gen(function*() {
   const header = machine()
   const began = performance.now()
-  yield* build
+  // BENCH_NO_BUILD=1 measures the bin as it is (e.g. one built from an older commit).
+  if (process.env["BENCH_NO_BUILD"] !== "1") yield* build
   const rows: Array<Row> = []
   for (const [name, section] of sections) {
     if (only.length > 0 && !only.includes(name)) continue

@@ -5,8 +5,12 @@
  * server (decode, commit, publish) → SSE → client, and its delay is measured end to end.
  * - `conversations-1000`: 1,000 conversations, 500 deltas each, 20 ms apart (a model's pace);
  * - `conversations-burst`: the same with no pacing.
+ * Both twice: against `baton serve` (the remote client in this process reads every stream over
+ * SSE, on the same two cores) and with the local Backend in this process (its streams read here).
+ * "Persisted per second" comes from the store file itself, so it does not depend on the readers.
  */
-import { Context, Effect, Layer, Option, Stream } from "effect"
+import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
+import { Context, Effect, Exit, Layer, Option, Scope, Stream } from "effect"
 import { spawn } from "node:child_process"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
@@ -14,7 +18,9 @@ import * as Readline from "node:readline"
 import type { Chunk as RunChunk } from "../src/domain/Events.js"
 import { type ConversationId, Otid } from "../src/domain/Ids.js"
 import { Backend } from "../src/services/Backend.js"
+import { layerLocal } from "../src/programs/backend/BackendLocal.js"
 import { layerRemote } from "../src/services/backend/Remote.js"
+import * as ProviderOpenAiChat from "../src/services/provider/OpenAiChat.js"
 import { Store } from "../src/services/Store.js"
 import { layerSqlite } from "../src/services/store/Sqlite.js"
 import { type Measured, percentile, spawnMeasured, tempDir } from "./support/Child.js"
@@ -113,11 +119,53 @@ const converse = (backend: Backend["Type"], id: Parameters<Backend["Type"]["send
     return { chunks, deltas, ok } satisfies Outcome
   }).pipe(Effect.catchAll(() => Effect.succeed<Outcome>({ chunks: 0, deltas: 0, ok: false })))
 
-const scenario = (label: string, paceMs: number) =>
+/** Where the conversations live: what drives them, and (once they are done) what it cost. */
+interface Host {
+  readonly backend: Backend["Type"]
+  /** Stops the host; its peak RSS and CPU time while it ran. */
+  readonly stop: Effect.Effect<{ readonly rssMb: number; readonly cpuMs: number }>
+  /** The SQLite file the conversations were persisted to (read once the host stopped). */
+  readonly store: string
+}
+
+/** `baton serve` in a process of its own, driven through the remote client from this one. */
+const served = (baseUrl: string) =>
+  Effect.gen(function*() {
+    const server = yield* serveProcess(baseUrl)
+    const backend = Context.get(yield* Layer.build(layerRemote({ url: server.url })), Backend)
+    return {
+      backend,
+      store: server.store,
+      stop: Effect.map(Effect.promise(server.stop), (usage) => ({ rssMb: usage.maxRssMb, cpuMs: usage.cpuMs }))
+    } satisfies Host
+  })
+
+/** The local backend in this process (SQLite, the live provider), its streams read in this process too. */
+const inProcess = (baseUrl: string) =>
+  Effect.gen(function*() {
+    const dir = yield* Effect.acquireRelease(Effect.sync(() => tempDir("local")), (d) => Effect.sync(() => Fs.rmSync(d, { recursive: true, force: true })))
+    const store = Path.join(dir, "baton.db")
+    const scope = yield* Scope.make()
+    const provider = ProviderOpenAiChat.layer({ model: "bench", baseUrl, apiKey: Option.none(), timeouts: { firstByteMs: 300_000, stallMs: 300_000 } }).pipe(
+      Layer.provide(FetchHttpClient.layer)
+    )
+    const backend = Context.get(yield* Layer.buildWithScope(layerLocal().pipe(Layer.provide([layerSqlite({ filename: store }), provider])), scope), Backend)
+    const cpu = process.cpuUsage()
+    let peak = process.memoryUsage().rss
+    const sampler = setInterval(() => (peak = Math.max(peak, process.memoryUsage().rss)), 50)
+    const stop = Effect.gen(function*() {
+      clearInterval(sampler)
+      yield* Scope.close(scope, Exit.void)
+      const used = process.cpuUsage(cpu)
+      return { rssMb: peak / 2 ** 20, cpuMs: (used.user + used.system) / 1000 }
+    })
+    return { backend, store, stop } satisfies Host
+  })
+
+const scenario = (label: string, paceMs: number, host: "serve" | "local") =>
   Effect.gen(function*() {
     const model = yield* loopbackProcess({ paceMs })
-    const server = yield* serveProcess(model.baseUrl)
-    const backend = Context.get(yield* Layer.build(layerRemote({ url: server.url })), Backend)
+    const { backend, stop, store } = yield* (host === "serve" ? served(model.baseUrl) : inProcess(model.baseUrl))
     const conversations = yield* Effect.forEach(
       Array.from({ length: CONVERSATIONS }),
       () => Effect.map(backend.createConversation({}), (c) => c.id),
@@ -127,9 +175,9 @@ const scenario = (label: string, paceMs: number) =>
     const began = performance.now()
     const outcomes = yield* Effect.forEach(conversations, (id) => converse(backend, id, delays), { concurrency: "unbounded" })
     const seconds = (performance.now() - began) / 1000
-    const usage = yield* Effect.promise(server.stop)
+    const usage = yield* stop
     const errors = outcomes.filter((o) => !o.ok || o.deltas !== DELTAS).length
-    const stored = yield* persisted(server.store, conversations)
+    const stored = yield* persisted(store, conversations)
     const sorted = delays.sort((a, b) => a - b)
     return {
       label,
@@ -138,46 +186,65 @@ const scenario = (label: string, paceMs: number) =>
       chunksPerSecond: stored.chunks / stored.seconds,
       p50: percentile(sorted, 50),
       p99: percentile(sorted, 99),
-      rssMb: usage.maxRssMb,
+      rssMb: usage.rssMb,
       cpuUsPerChunk: (usage.cpuMs * 1000) / stored.chunks
     }
   }).pipe(Effect.scoped, Effect.orDie)
 
-/** BENCH_SCENARIOS=paced or =burst runs only that one (to profile it); its figures stand in for the other's. */
-const scenarios = (process.env["BENCH_SCENARIOS"] ?? "paced,burst").split(",")
-
-export const conversationRows = Effect.gen(function*() {
-  const paced = scenarios.includes("paced") ? yield* scenario("conversations-1000", 20) : undefined
-  const burst = scenarios.includes("burst") ? yield* scenario("conversations-burst", 0) : paced!
-  if (paced === undefined) return yield* conversationTable(burst, burst)
-  return yield* conversationTable(paced, burst)
-})
+/**
+ * BENCH_SCENARIOS picks some of serve-paced, serve-burst, local-paced, local-burst (to profile one);
+ * a scenario left out shows n/a.
+ */
+const scenarios = (process.env["BENCH_SCENARIOS"] ?? "serve-paced,serve-burst,local-paced,local-burst").split(",")
 
 type Figures = Effect.Effect.Success<ReturnType<typeof scenario>>
 
-const conversationTable = (paced: Figures, burst: Figures) => Effect.sync(() => {
+const skipped: Figures = {
+  label: "",
+  seconds: Number.NaN,
+  errors: Number.NaN,
+  chunksPerSecond: Number.NaN,
+  p50: Number.NaN,
+  p99: Number.NaN,
+  rssMb: Number.NaN,
+  cpuUsPerChunk: Number.NaN
+}
+
+const run = (name: string, paceMs: number, host: "serve" | "local") =>
+  scenarios.includes(name) ? scenario(name, paceMs, host) : Effect.succeed(skipped)
+
+export const conversationRows = Effect.gen(function*() {
+  const rows: Array<Row> = []
+  for (const host of ["serve", "local"] as const) {
+    rows.push(...hostRows(host, yield* run(`${host}-paced`, 20, host), yield* run(`${host}-burst`, 0, host)))
+  }
+  return rows as ReadonlyArray<Row>
+})
+
+const hostRows = (host: "serve" | "local", paced: Figures, burst: Figures): ReadonlyArray<Row> => {
   const n = CONVERSATIONS.toLocaleString("en")
-  const rows: ReadonlyArray<Row> = [
+  const where = host === "serve" ? "`baton serve` + remote clients" : "in-process Backend"
+  const who = host === "serve" ? "server" : "process"
+  return [
     {
-      figure: `conversations-1000: chunks persisted/s (${n} × ${DELTAS} deltas, 20 ms apart)`,
+      figure: `conversations-1000 (${where}): chunks persisted/s, ${n} × ${DELTAS} deltas 20 ms apart`,
       value: paced.chunksPerSecond,
       unit: "chunks/s",
-      note: `all read in ${paced.seconds.toFixed(1)} s; server CPU ${paced.cpuUsPerChunk.toFixed(0)} µs per chunk`
+      note: `all read in ${paced.seconds.toFixed(1)} s; ${who} CPU ${paced.cpuUsPerChunk.toFixed(0)} µs per chunk`
     },
-    { figure: "conversations-1000: errors", value: paced.errors, unit: "", target: "0", met: paced.errors === 0 },
-    { figure: "conversations-1000: server peak RSS", value: paced.rssMb, unit: "MB", target: "≤ 600 MB", met: paced.rssMb <= 600 },
-    { figure: "conversations-1000: delta → follower p50", value: paced.p50, unit: "ms" },
-    { figure: "conversations-1000: delta → follower p99", value: paced.p99, unit: "ms", target: "≤ 50 ms", met: paced.p99 <= 50 },
+    { figure: `conversations-1000 (${where}): errors`, value: paced.errors, unit: "", target: "0", met: paced.errors === 0 },
+    { figure: `conversations-1000 (${where}): ${who} peak RSS`, value: paced.rssMb, unit: "MB", target: "≤ 600 MB", met: paced.rssMb <= 600 },
+    { figure: `conversations-1000 (${where}): delta → follower p50`, value: paced.p50, unit: "ms" },
+    { figure: `conversations-1000 (${where}): delta → follower p99`, value: paced.p99, unit: "ms", target: "≤ 50 ms", met: paced.p99 <= 50 },
     {
-      figure: `conversations-burst: chunks persisted/s (${n} × ${DELTAS} deltas, no pacing)`,
+      figure: `conversations-burst (${where}): chunks persisted/s, no pacing`,
       value: burst.chunksPerSecond,
       unit: "chunks/s",
       target: "≥ 50,000/s",
       met: burst.chunksPerSecond >= 50_000,
-      note: `${burst.errors} errors; all read in ${burst.seconds.toFixed(1)} s; p99 delay ${burst.p99.toFixed(0)} ms; server CPU ${
+      note: `${burst.errors} errors; all read in ${burst.seconds.toFixed(1)} s; p99 delay ${burst.p99.toFixed(0)} ms; ${who} CPU ${
         burst.cpuUsPerChunk.toFixed(0)
       } µs per chunk; peak RSS ${burst.rssMb.toFixed(0)} MB`
     }
   ]
-  return rows
-})
+}

@@ -54,7 +54,7 @@ const isStop = (chunk: Chunk): boolean => chunk.type === "stop_reason"
  * and reads the Store instead, so a slow reader (a stalled SSE client) costs bounded memory and never
  * holds up the run's commits.
  */
-export const LIVE_CAPACITY = 1024
+export const LIVE_CAPACITY = 128
 
 export const makeRunLog = Effect.fn("RunLog.make")(function*(
   store: Store["Type"],

@@ -25,7 +25,7 @@ export interface StreamEnd {
 export type Track = (first: Chunk) => Effect.Effect<(end: StreamEnd) => Effect.Effect<void>>
 
 /** Pieces of body waiting for the socket (a slow client backs up into the run log, which reads the Store). */
-const BODY_BUFFER = 64
+const BODY_BUFFER = 16
 
 /**
  * Sent when a run's stream is complete (after its stop_reason, or at once for a follower that asked

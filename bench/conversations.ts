@@ -215,7 +215,8 @@ const run = (name: string, paceMs: number, host: "serve" | "local") =>
 
 export const conversationRows = Effect.gen(function*() {
   const rows: Array<Row> = []
-  for (const host of ["serve", "local"] as const) {
+  // In-process first, while this process is fresh: its peak RSS is the host's and the readers'.
+  for (const host of ["local", "serve"] as const) {
     rows.push(...hostRows(host, yield* run(`${host}-paced`, 20, host), yield* run(`${host}-burst`, 0, host)))
   }
   return rows as ReadonlyArray<Row>
@@ -233,7 +234,9 @@ const hostRows = (host: "serve" | "local", paced: Figures, burst: Figures): Read
       note: `all read in ${paced.seconds.toFixed(1)} s; ${who} CPU ${paced.cpuUsPerChunk.toFixed(0)} µs per chunk`
     },
     { figure: `conversations-1000 (${where}): errors`, value: paced.errors, unit: "", target: "0", met: paced.errors === 0 },
-    { figure: `conversations-1000 (${where}): ${who} peak RSS`, value: paced.rssMb, unit: "MB", target: "≤ 600 MB", met: paced.rssMb <= 600 },
+    host === "serve"
+      ? { figure: `conversations-1000 (${where}): server peak RSS`, value: paced.rssMb, unit: "MB", target: "≤ 600 MB", met: paced.rssMb <= 600 }
+      : { figure: `conversations-1000 (${where}): peak RSS, host and readers together`, value: paced.rssMb, unit: "MB" },
     { figure: `conversations-1000 (${where}): delta → follower p50`, value: paced.p50, unit: "ms" },
     { figure: `conversations-1000 (${where}): delta → follower p99`, value: paced.p99, unit: "ms", target: "≤ 50 ms", met: paced.p99 <= 50 },
     {

@@ -1,9 +1,8 @@
 /**
- * How fast each live layer turns a long stream into events, over real loopback HTTP.
- * Run: npx tsx bench/ProviderThroughput.ts [deltas]
+ * How fast each live layer turns a long stream into events, over real loopback HTTP (the model
+ * writes as fast as the socket takes it, so reads carry many events each).
  */
 import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
-import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { Effect, Option, Stream } from "effect"
 import { Otid } from "../src/domain/Ids.js"
 import type { ProviderEvent } from "../src/domain/ProviderEvent.js"
@@ -12,8 +11,9 @@ import type { LiveSettings } from "../src/services/provider/Http.js"
 import * as ProviderOpenAiChat from "../src/services/provider/OpenAiChat.js"
 import * as ProviderOpenAiResponses from "../src/services/provider/OpenAiResponses.js"
 import * as LoopbackModel from "./support/LoopbackModel.js"
+import type { Row } from "./support/Table.js"
 
-const deltas = Number(process.argv[2] ?? 20_000)
+const deltas = 10_000
 const text = Array.from({ length: deltas }, (_, i) => `w${i} `)
 
 const providerFor = (wire: LoopbackModel.Wire, live: LiveSettings) =>
@@ -44,8 +44,8 @@ const measure = (wire: LoopbackModel.Wire) =>
     return { wire, deltas: runs[0]!.count, bestMs: Math.round(best), deltasPerSecond: Math.round(runs[0]!.count / (best / 1000)) }
   }).pipe(Effect.scoped, Effect.orDie)
 
-const main = Effect.forEach(["openai-chat", "anthropic", "openai-responses"] as const, measure).pipe(
-  Effect.tap((rows) => Effect.sync(() => console.table(rows)))
+export const providerRows = Effect.map(
+  Effect.forEach(["openai-chat", "anthropic", "openai-responses"] as const, measure),
+  (results): ReadonlyArray<Row> =>
+    results.map((r) => ({ figure: `provider: ${r.wire}, ${r.deltas.toLocaleString("en")} deltas decoded`, value: r.deltasPerSecond, unit: "deltas/s" }))
 )
-
-NodeRuntime.runMain(main)

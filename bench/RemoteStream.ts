@@ -1,9 +1,7 @@
 /**
  * What the HTTP hop costs: one long run collected through the local backend and through layerRemote
  * talking to an in-process `baton serve` over loopback, and the time to the first chunk of short runs.
- * Run: npx tsx bench/RemoteStream.ts [deltas]
  */
-import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { Context, Effect, Layer, Stream } from "effect"
 import * as Os from "node:os"
 import * as Path from "node:path"
@@ -15,13 +13,14 @@ import { layerRemote } from "../src/services/backend/Remote.js"
 import { layerScripted, ProviderScript, Turn } from "../src/services/provider/Scripted.js"
 import { layerSqlite } from "../src/services/store/Sqlite.js"
 import { Otid } from "../src/domain/Ids.js"
+import { median } from "./support/Child.js"
+import type { Row } from "./support/Table.js"
 
-const deltas = Number(process.argv[2] ?? 5_000)
+const deltas = 5_000
 const text = Array.from({ length: deltas }, (_, i) => `w${i} `)
 
-const median = (xs: ReadonlyArray<number>) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
 
-const main = Effect.gen(function*() {
+export const remoteRows = Effect.gen(function*() {
   const dir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "baton-bench-"))
   const deps = yield* Layer.build(Layer.merge(layerSqlite({ filename: Path.join(dir, "baton.db") }), layerScripted([])))
   const script = Context.get(deps, ProviderScript)
@@ -54,14 +53,19 @@ const main = Effect.gen(function*() {
 
   yield* long(local) // warm-up
   yield* long(remote)
-  const results = {
-    deltas,
-    local: yield* long(local),
-    remote: yield* long(remote),
-    firstChunkMsMedian: { local: yield* firstChunk(local), remote: yield* firstChunk(remote) }
-  }
-  console.log(JSON.stringify(results, null, 2))
+  const localRun = yield* long(local)
+  const remoteRun = yield* long(remote)
+  const localFirst = yield* firstChunk(local)
+  const remoteFirst = yield* firstChunk(remote)
   Fs.rmSync(dir, { recursive: true, force: true })
+  const rows: ReadonlyArray<Row> = [
+    {
+      figure: `remote: one run of ${deltas.toLocaleString("en")} deltas (scripted model, 1 a read) over HTTP`,
+      value: remoteRun.chunksPerSecond,
+      unit: "chunks/s",
+      floor: { value: localRun.chunksPerSecond, label: "local backend" }
+    },
+    { figure: "remote: first chunk of a short run", value: remoteFirst, unit: "ms", floor: { value: localFirst, label: "local backend" } }
+  ]
+  return rows
 }).pipe(Effect.scoped, Effect.orDie)
-
-NodeRuntime.runMain(main)

@@ -1,13 +1,13 @@
 /**
- * Store benchmark (not a test): `npx tsx bench/store.ts`.
- * 1. Chunk appends per second, committed in batches of 1, 10 and 100 chunks.
+ * The store:
+ * 1. chunk appends per second, one writer committing batches of 1, 10 and 100 chunks, and 100
+ *    writers committing one chunk each at once (what group commit is for);
  * 2. pendingApprovals + backfill at 100, 10k and 100k items in one conversation: the resume path
  *    must cost the same whatever the history length (target: 100k ≤ 1.5× 100).
  * On the SQLite layer, then on PostgreSQL too when BATON_TEST_DATABASE_URL is set (in a schema of
- * its own, dropped afterwards): `scripts/with-postgres.sh npx tsx bench/store.ts`.
+ * its own, dropped afterwards): `scripts/with-postgres.sh npm run bench -- store`.
  */
 import * as Reactivity from "@effect/experimental/Reactivity"
-import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import * as PgClient from "@effect/sql-pg/PgClient"
 import { Effect, Layer, Redacted } from "effect"
 import * as Fs from "node:fs"
@@ -19,10 +19,8 @@ import type { NewItem } from "../src/domain/History.js"
 import { Store } from "../src/services/Store.js"
 import { layer as layerPg } from "../src/services/store/Pg.js"
 import { layerSqlite } from "../src/services/store/Sqlite.js"
-
-const dir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "baton-bench-"))
-
-const median = (xs: ReadonlyArray<number>) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
+import { median } from "./support/Child.js"
+import type { Row } from "./support/Table.js"
 
 const chunkAppends = (batch: number, total: number) =>
   Effect.gen(function*() {
@@ -86,21 +84,41 @@ const resumeCost = (items: number) =>
     return median(timings.slice(50))
   })
 
-const program = (name: string) =>
+/** 100 runs at once, each committing its chunks one at a time: the commits waiting together share a transaction. */
+const concurrentAppends = (writers: number, each: number) =>
   Effect.gen(function*() {
-    console.log(`chunk appends (${name})`)
+    const store = yield* Store
+    const runs = yield* Effect.forEach(Array.from({ length: writers }), (_, i) =>
+      Effect.flatMap(store.createConversation({}), (c) => Effect.map(store.createRun(c.id, Otid.make(`w-${i}`), "turn"), ({ run }) => ({ c, run }))))
+    const start = performance.now()
+    yield* Effect.forEach(runs, ({ c, run }) =>
+      Effect.gen(function*() {
+        for (let seq = 1; seq <= each; seq++) {
+          yield* store.commit({ conversationId: c.id, chunks: [{ type: "text_delta", content: "token ", run_id: run.id, seq }] })
+        }
+      }), { concurrency: "unbounded" })
+    return (writers * each) / ((performance.now() - start) / 1000)
+  })
+
+const rowsOf = (name: string) =>
+  Effect.gen(function*() {
+    const rows: Array<Row> = []
     for (const [batch, total] of [[1, 3000], [10, 20000], [100, 100000]] as const) {
-      const rate = yield* chunkAppends(batch, total)
-      console.log(`  batch ${String(batch).padStart(3)}: ${Math.round(rate).toLocaleString("en")} chunks/s`)
+      rows.push({ figure: `store (${name}): chunk appends, one writer, ${batch} chunk(s) a commit`, value: yield* chunkAppends(batch, total), unit: "chunks/s" })
     }
-    console.log(`pendingApprovals + backfill, median of 250 (one conversation, ${name})`)
+    rows.push({ figure: `store (${name}): chunk appends, 100 writers × 1 chunk a commit (group commit)`, value: yield* concurrentAppends(100, 300), unit: "chunks/s" })
     const costs: Array<number> = []
-    for (const items of [100, 10_000, 100_000]) {
-      const ms = yield* resumeCost(items)
-      costs.push(ms)
-      console.log(`  ${items.toLocaleString("en").padStart(7)} items: ${ms.toFixed(3)} ms`)
-    }
-    console.log(`  100k / 100 = ${(costs[2]! / costs[0]!).toFixed(2)}× (target ≤ 1.5×)`)
+    for (const items of [100, 10_000, 100_000]) costs.push(yield* resumeCost(items))
+    rows.push({ figure: `store (${name}): pendingApprovals + backfill, 100 items`, value: costs[0]!, unit: "ms" })
+    rows.push({
+      figure: `store (${name}): pendingApprovals + backfill, 100,000 items`,
+      value: costs[2]!,
+      unit: "ms",
+      floor: { value: costs[0]!, label: "100 items" },
+      target: "≤ 1.5× floor",
+      met: costs[2]! <= 1.5 * costs[0]!
+    })
+    return rows as ReadonlyArray<Row>
   })
 
 /** A schema of its own in the database at `url`, dropped (with everything in it) afterwards. */
@@ -117,11 +135,22 @@ const pgSchema = (url: string) =>
     return layerPg({ url: scoped.toString() })
   })
 
+const sqliteRows = rowsOf("SQLite").pipe(
+  Effect.provide(Layer.unwrapScoped(Effect.map(
+    Effect.acquireRelease(
+      Effect.sync(() => Fs.mkdtempSync(Path.join(Os.tmpdir(), "baton-bench-store-"))),
+      (dir) => Effect.sync(() => Fs.rmSync(dir, { recursive: true, force: true }))
+    ),
+    (dir) => layerSqlite({ filename: Path.join(dir, "bench.db") })
+  )))
+)
+
 const database = process.env["BATON_TEST_DATABASE_URL"]
 
-NodeRuntime.runMain(Effect.gen(function*() {
-  yield* program("SQLite, WAL, synchronous=NORMAL").pipe(Effect.provide(layerSqlite({ filename: Path.join(dir, "bench.db") })))
+export const storeRows = Effect.gen(function*() {
+  const rows = [...yield* sqliteRows]
   if (database !== undefined && database !== "") {
-    yield* program("PostgreSQL, loopback").pipe(Effect.provide(Layer.unwrapScoped(pgSchema(database))))
+    rows.push(...yield* rowsOf("PostgreSQL").pipe(Effect.provide(Layer.unwrapScoped(pgSchema(database)))))
   }
-}).pipe(Effect.scoped, Effect.ensuring(Effect.sync(() => Fs.rmSync(dir, { recursive: true, force: true })))))
+  return rows as ReadonlyArray<Row>
+}).pipe(Effect.orDie)

@@ -1,10 +1,9 @@
 /**
- * ToolExecutor benchmark (not a test): `npx tsx bench/tools.ts`.
+ * The ToolExecutor:
  * 1. Eight read-only calls of 100 ms each in one batch against one such call alone.
  * 2. Lock overhead per call: the executor (decode, resource key, locks, fork, result) around a
  *    no-op tool, against the no-op itself; for shared reads, one contended file, and Bash.
  */
-import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { Effect, Schema } from "effect"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
@@ -15,6 +14,8 @@ import { makeFairRwLock } from "../src/services/tools/FairLock.js"
 import { makeToolExecutor } from "../src/services/tools/Executor.js"
 import { awaitResult, type ToolExecutor } from "../src/services/ToolExecutor.js"
 import { makeTool } from "../src/services/tools/Tool.js"
+import { median } from "./support/Child.js"
+import type { Row } from "./support/Table.js"
 
 const Args = Schema.Struct({ file_path: Schema.optional(Schema.String), command: Schema.optional(Schema.String) })
 const sleepy = (name: string) =>
@@ -36,7 +37,6 @@ const runAll = (executor: ToolExecutor["Type"], calls: ReadonlyArray<ToolCall>) 
     (fibers) => Effect.forEach(fibers, (fiber, i) => awaitResult(calls[i]!, fiber))
   ))
 
-const median = (xs: ReadonlyArray<number>) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
 const time = <A, E>(effect: Effect.Effect<A, E>) =>
   Effect.gen(function*() {
     const t0 = performance.now()
@@ -44,7 +44,7 @@ const time = <A, E>(effect: Effect.Effect<A, E>) =>
     return performance.now() - t0
   })
 
-const program = Effect.gen(function*() {
+export const toolRows = Effect.gen(function*() {
   const workspace = Fs.realpathSync(Fs.mkdtempSync(Path.join(Os.tmpdir(), "baton-bench-")))
   const slow = yield* makeToolExecutor({ workspace, tools: [sleepy("Read"), sleepy("Grep")] })
   const batchOf = (k: number) =>
@@ -57,11 +57,8 @@ const program = Effect.gen(function*() {
     eight.push(yield* time(batchOf(8)))
   }
   const ratio = median(eight) / median(one)
-  console.log(`1. one 100 ms read-only call: ${median(one).toFixed(1)} ms; a batch of 8: ${median(eight).toFixed(1)} ms`)
-  console.log(`   ratio ${ratio.toFixed(3)} (target <= 1.3): ${ratio <= 1.3 ? "PASS" : "FAIL"}`)
-
   const fast = yield* makeToolExecutor({ workspace, tools: [noop("Read"), noop("Edit"), noop("Bash")] })
-  const calls = 20_000
+  const calls = 5_000
   const perCall = (name: string, args: (i: number) => unknown) =>
     Effect.gen(function*() {
       const runs: Array<number> = []
@@ -82,11 +79,20 @@ const program = Effect.gen(function*() {
   const oneFile = yield* perCall("Edit", () => ({ file_path: "same.txt" }))
   const manyFiles = yield* perCall("Edit", (i) => ({ file_path: `f${i}` }))
   const global = yield* perCall("Bash", () => ({ command: "true" }))
-  console.log(`2. per call, ${calls} no-op calls in one batch, best of 3 (µs): the no-op alone ${((direct * 1000) / calls).toFixed(2)}, ` +
-    `a bare FairRwLock acquire+release ${((rawLock * 1000) / calls).toFixed(2)}`)
-  console.log(`   through the executor: Read (shared) ${shared.toFixed(1)}, Edit one file (serialized) ${oneFile.toFixed(1)}, ` +
-    `Edit distinct files ${manyFiles.toFixed(1)}, Bash (global) ${global.toFixed(1)}`)
   Fs.rmSync(workspace, { recursive: true, force: true })
-})
-
-NodeRuntime.runMain(program)
+  const rows: ReadonlyArray<Row> = [
+    {
+      figure: "tools: a batch of 8 read-only 100 ms calls",
+      value: median(eight),
+      unit: "ms",
+      floor: { value: median(one), label: "one such call" },
+      target: "≤ 1.3× floor",
+      met: ratio <= 1.3
+    },
+    { figure: "tools: per call, Read (shared lock), no-op tool", value: shared, unit: "µs", floor: { value: (direct * 1000) / calls, label: "the no-op alone" } },
+    { figure: "tools: per call, Edit one file (serialized)", value: oneFile, unit: "µs" },
+    { figure: "tools: per call, Edit distinct files", value: manyFiles, unit: "µs" },
+    { figure: "tools: per call, Bash (global lock)", value: global, unit: "µs", floor: { value: (rawLock * 1000) / calls, label: "bare FairRwLock" } }
+  ]
+  return rows
+}).pipe(Effect.orDie)

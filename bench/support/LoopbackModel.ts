@@ -3,7 +3,7 @@
  * one text answer streamed in a chosen number of deltas, framed as one of the three model APIs'
  * SSE (the same event shapes the live Provider layers decode). Unlike the tests' MockModelServer it
  * knows no faults or fixtures; it paces deltas and timestamps each one, which is what latency and
- * throughput figures need.
+ * throughput figures need. `LoopbackMain.ts` runs it as a process of its own.
  */
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
@@ -16,6 +16,16 @@ export interface LoopbackOptions {
   readonly deltas: ReadonlyArray<string>
   /** Pause between two deltas (0: as fast as the socket takes them). */
   readonly paceMs?: number
+  /**
+   * Each delta's text becomes `[t=<epoch ms>]`, the wall-clock time just before it was written, so
+   * a reader in another process can tell how long the delta took to reach it (`stampsOf`).
+   */
+  readonly stamp?: boolean
+  /**
+   * openai-chat only: a request whose messages hold no tool result is answered with this one tool
+   * call instead of the text; the request carrying its result gets the text (a two-request task).
+   */
+  readonly toolCall?: { readonly name: string; readonly arguments: string }
   /** Called with the delta index and `performance.now()` just before it is written. */
   readonly onDelta?: (index: number, at: number) => void
   /** Called when a request arrives (`performance.now()`). */
@@ -29,6 +39,14 @@ export interface LoopbackModel {
   readonly close: () => Promise<void>
 }
 
+/** Wall-clock milliseconds with sub-millisecond precision, comparable across processes on one machine. */
+export const epochMs = (): number => performance.timeOrigin + performance.now()
+
+const STAMP = /\[t=(\d+(?:\.\d+)?)\]/g
+
+/** The write times a stamped answer's text carries. */
+export const stampsOf = (text: string): ReadonlyArray<number> => Array.from(text.matchAll(STAMP), (m) => Number(m[1]))
+
 const data = (json: unknown) => `data: ${JSON.stringify(json)}\n\n`
 const named = (json: { readonly type: string; readonly [key: string]: unknown }) => `event: ${json.type}\n${data(json)}`
 
@@ -38,17 +56,19 @@ interface Framing {
   readonly tail: ReadonlyArray<string>
 }
 
+const chatChunk = (delta: unknown, finish: string | null = null, extra: object = {}) =>
+  data({ id: "bench", object: "chat.completion.chunk", created: 0, model: "bench", choices: finish === "usage" ? [] : [{ index: 0, delta, finish_reason: finish }], ...extra })
+
+const chatUsage = chatChunk({}, "usage", { usage: { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 } })
+
 const framing = (wire: Wire): Framing => {
   switch (wire) {
-    case "openai-chat": {
-      const chunk = (delta: unknown, finish: string | null = null, extra: object = {}) =>
-        data({ id: "bench", object: "chat.completion.chunk", created: 0, model: "bench", choices: finish === "usage" ? [] : [{ index: 0, delta, finish_reason: finish }], ...extra })
+    case "openai-chat":
       return {
-        head: [chunk({ role: "assistant", content: "" })],
-        delta: (content) => chunk({ content }),
-        tail: [chunk({}, "stop"), chunk({}, "usage", { usage: { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 } }), "data: [DONE]\n\n"]
+        head: [chatChunk({ role: "assistant", content: "" })],
+        delta: (content) => chatChunk({ content }),
+        tail: [chatChunk({}, "stop"), chatUsage, "data: [DONE]\n\n"]
       }
-    }
     case "anthropic":
       return {
         head: [
@@ -77,6 +97,23 @@ const framing = (wire: Wire): Framing => {
   }
 }
 
+const toolCallAnswer = (call: { readonly name: string; readonly arguments: string }): ReadonlyArray<string> => [
+  chatChunk({ role: "assistant", content: null, tool_calls: [{ index: 0, id: "call_bench", type: "function", function: { name: call.name, arguments: "" } }] }),
+  chatChunk({ tool_calls: [{ index: 0, function: { arguments: call.arguments } }] }),
+  chatChunk({}, "tool_calls"),
+  chatUsage,
+  "data: [DONE]\n\n"
+]
+
+const hasToolResult = (body: string): boolean => {
+  try {
+    const parsed = JSON.parse(body) as { readonly messages?: ReadonlyArray<{ readonly role?: string }> }
+    return (parsed.messages ?? []).some((m) => m.role === "tool")
+  } catch {
+    return false
+  }
+}
+
 const write = (response: Http.ServerResponse, text: string) =>
   new Promise<void>((resolve) => (response.write(text) ? resolve() : response.once("drain", () => resolve())))
 
@@ -88,20 +125,29 @@ export const start = async (options: LoopbackOptions): Promise<LoopbackModel> =>
   const server = Http.createServer((request, response) => {
     requests++
     options.onRequest?.(performance.now())
-    request.resume()
+    const body: Array<Buffer> = []
+    request.on("data", (piece: Buffer) => body.push(piece))
     request.on("end", async () => {
       response.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" })
+      // A client that went away (a benchmark that finished) ends this answer; nothing to report.
+      response.on("error", () => {})
+      if (options.toolCall !== undefined && !hasToolResult(Buffer.concat(body).toString("utf8"))) {
+        for (const line of toolCallAnswer(options.toolCall)) await write(response, line)
+        return response.end()
+      }
       for (const line of frame.head) await write(response, line)
       for (const [i, text] of options.deltas.entries()) {
         if ((options.paceMs ?? 0) > 0 && i > 0) await pause(options.paceMs!)
+        if (response.destroyed) return
         options.onDelta?.(i, performance.now())
-        await write(response, frame.delta(text))
+        await write(response, frame.delta(options.stamp === true ? `[t=${epochMs().toFixed(3)}]` : text))
       }
       for (const line of frame.tail) await write(response, line)
       response.end()
     })
   })
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+  // Many conversations at once: do not let the listen backlog refuse connections.
+  await new Promise<void>((resolve) => server.listen({ port: 0, host: "127.0.0.1", backlog: 4096 }, resolve))
   const { port } = server.address() as AddressInfo
   const origin = `http://127.0.0.1:${port}`
   return {

@@ -68,3 +68,10 @@ export interface Write {
    */
   readonly expectOpen?: ReadonlyArray<ToolCallId>
 }
+
+/**
+ * Whether a write records something (items, a finished run, a new segment), which makes its
+ * conversation the most recently active; a run's streamed chunks alone do not (its request_begin did).
+ */
+export const records = (write: Write): boolean =>
+  (write.items ?? []).length > 0 || write.finishRun !== undefined || write.newSegment === true

@@ -19,7 +19,7 @@ export class Store extends Context.Tag("baton/Store")<Store, {
     options?: { readonly title?: string }
   ) => Effect.Effect<Conversation, StoreError>
   readonly getConversation: (id: ConversationId) => Effect.Effect<Conversation, NotFound | StoreError>
-  /** Newest (most recently updated: created, updated or committed to) first; a bad cursor is InvalidInput. */
+  /** Newest (most recently updated: created, updated, or something recorded in it) first; a bad cursor is InvalidInput. */
   readonly listConversations: (options?: {
     readonly limit?: number
     readonly before?: string
@@ -30,6 +30,7 @@ export class Store extends Context.Tag("baton/Store")<Store, {
   ) => Effect.Effect<Conversation, NotFound | StoreError>
   readonly deleteConversation: (id: ConversationId) => Effect.Effect<void, NotFound | StoreError>
 
+  /** One atomic write; streamed chunks alone (no items, no finished run) leave the conversation's recency as it was. */
   readonly commit: (write: Write) => Effect.Effect<ReadonlyArray<StoredItem>, NotFound | ChunkSeqError | ToolCallAnswered | StoreError>
   /** Recorded items (messages and events) in chronological order. */
   readonly listItems: (id: ConversationId, query?: ItemQuery) => Effect.Effect<ReadonlyArray<StoredItem>, NotFound | StoreError>

@@ -25,18 +25,25 @@ const refused = (port: number) =>
 const until = <E, R>(check: Effect.Effect<boolean, E, R>) =>
   Effect.repeat(Effect.tap(check, (ok) => (ok ? Effect.void : Effect.sleep("5 millis"))), { until: (ok) => ok })
 
+/** A backend over the gated model, served by a server in its own scope (closed by the test). */
+const servedBackend = (options: { readonly drainTimeoutMs?: number } = {}) =>
+  Effect.gen(function*() {
+    const gate = yield* gatedProvider
+    const deps = yield* Layer.build(Layer.merge(layerMemory, gate.layer))
+    const backend = Context.get(yield* Layer.build(layerLocal()).pipe(Effect.provide(deps)), Backend)
+    const serverScope = yield* Scope.make()
+    const server = Context.get(
+      yield* Layer.buildWithScope(serve({ port: 0, ...options }).pipe(Layer.provide(Layer.succeed(Backend, backend))), serverScope),
+      BatonServer
+    )
+    const client = yield* remote({ url: server.url })
+    return { gate, deps, serverScope, server, client }
+  })
+
 describe("server shutdown", () => {
   it.scopedLive("closing the server stops accepting, lets the active run reach its stop reason, then closes", () =>
     Effect.gen(function*() {
-      const gate = yield* gatedProvider
-      const deps = yield* Layer.build(Layer.merge(layerMemory, gate.layer))
-      const backend = Context.get(yield* Layer.build(layerLocal()).pipe(Effect.provide(deps)), Backend)
-      const serverScope = yield* Scope.make()
-      const server = Context.get(
-        yield* Layer.buildWithScope(serve({ port: 0 }).pipe(Layer.provide(Layer.succeed(Backend, backend))), serverScope),
-        BatonServer
-      )
-      const client = yield* remote({ url: server.url })
+      const { client, deps, gate, server, serverScope } = yield* servedBackend()
       const conv = yield* client.createConversation({})
       const streaming = yield* Deferred.make<void>()
       const seen: Array<Chunk> = []
@@ -57,6 +64,28 @@ describe("server shutdown", () => {
       assert.strictEqual(stop.type === "stop_reason" && stop.reason, "end_turn")
       const run = yield* Effect.flatMap(Store, (store) => store.getRun(stop.run_id)).pipe(Effect.provide(deps))
       assert.strictEqual(run.status, "completed")
+    }))
+
+  it.scopedLive("a run whose client went away is still waited for: the server follows it from where the client left off", () =>
+    Effect.gen(function*() {
+      // A drain bound far beyond the test's own timeout: shutdown can only end by the run ending.
+      const { client, deps, gate, server, serverScope } = yield* servedBackend({ drainTimeoutMs: 120_000 })
+      const conv = yield* client.createConversation({})
+      const streaming = yield* Deferred.make<void>()
+      const consumer = yield* Effect.fork(Stream.runForEach(client.send(conv.id, input(user("go"))), (c) =>
+        c.type === "text_delta" ? Deferred.succeed(streaming, undefined) : Effect.void))
+      yield* gate.emit(...text("half"))
+      yield* Deferred.await(streaming)
+      yield* Fiber.interrupt(consumer)
+
+      const closer = yield* Effect.fork(Scope.close(serverScope, Exit.void))
+      yield* until(refused(server.port))
+      assert.isTrue(Option.isNone(yield* Fiber.poll(closer)), "shutdown waits for the run")
+      yield* gate.emit(...text(" done"), ...finish)
+      yield* Fiber.join(closer)
+      const runs = yield* Effect.flatMap(Store, (store) => store.listItems(conv.id)).pipe(Effect.provide(deps))
+      const stop = runs.map((s) => s.item).find((i) => i.type === "stop_reason")
+      assert.strictEqual(stop?.type === "stop_reason" && stop.reason, "end_turn")
     }))
 
   it.scopedLive("a run still active after the drain bound is left to the next start-up, which closes it as failed", () =>

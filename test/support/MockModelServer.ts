@@ -52,6 +52,7 @@ export interface Faults {
   readonly cutAfter?: number
   readonly truncateAt?: number
   readonly eventDelayMs?: number
+  readonly writes?: ReadonlyArray<{ readonly events: number; readonly after?: Promise<void> }>
 }
 
 export type Reply =
@@ -152,6 +153,18 @@ const parse = (body: string): unknown => {
   }
 }
 
+const writeGroups = async (res: Http.ServerResponse, events: ReadonlyArray<string>, groups: NonNullable<Faults["writes"]>) => {
+  let next = 0
+  for (const group of groups) {
+    if (group.after !== undefined) await group.after
+    if (res.destroyed) return
+    res.write(events.slice(next, next + group.events).join(""))
+    next += group.events
+  }
+  if (next < events.length) res.write(events.slice(next).join(""))
+  res.end()
+}
+
 const serve = (reply: Reply, wire: Wire | undefined, model: string, res: Http.ServerResponse, onClose: (f: () => void) => void) => {
   const faults = reply.faults
   const send = () => {
@@ -169,6 +182,7 @@ const serve = (reply: Reply, wire: Wire | undefined, model: string, res: Http.Se
       res.end(Buffer.from(events.join("")).subarray(0, faults.truncateAt))
       return
     }
+    if (faults.writes !== undefined) return void writeGroups(res, events, faults.writes)
     const limit = faults.stallAfter ?? faults.cutAfter ?? events.length
     const finish = () => {
       // The reset comes after the events sent so far have left: a client sees them, then the cut.

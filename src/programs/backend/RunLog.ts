@@ -4,6 +4,7 @@ import type { Chunk, StopReasonValue, TaskEvent } from "../../domain/Events.js"
 import type { NewItem } from "../../domain/History.js"
 import type { ConversationId, RunId } from "../../domain/Ids.js"
 import type { RunStatus } from "../../domain/Run.js"
+import { type BatchStep, mapBatches } from "../../services/Batches.js"
 import type { Store } from "../../services/Store.js"
 
 /**
@@ -48,12 +49,19 @@ export type WriteError = StoreError | NotFound | ChunkSeqError | ToolCallAnswere
 
 const isStop = (chunk: Chunk): boolean => chunk.type === "stop_reason"
 
+/**
+ * Live chunks kept per run for followers that lag. A follower that falls further behind finds a gap
+ * and reads the Store instead, so a slow reader (a stalled SSE client) costs bounded memory and never
+ * holds up the run's commits.
+ */
+export const LIVE_CAPACITY = 128
+
 export const makeRunLog = Effect.fn("RunLog.make")(function*(
   store: Store["Type"],
   run: { readonly conversationId: ConversationId; readonly runId: RunId; readonly lastSeq: number }
 ) {
   const { conversationId, runId } = run
-  const pubsub = yield* PubSub.unbounded<Chunk>()
+  const pubsub = yield* PubSub.sliding<Chunk>(LIVE_CAPACITY)
   const seqRef = yield* Ref.make(run.lastSeq)
 
   const emit = Effect.fn("RunLog.emit")(
@@ -85,20 +93,47 @@ export const makeRunLog = Effect.fn("RunLog.make")(function*(
     Stream.unwrapScoped(
       Effect.gen(function*() {
         const live = yield* PubSub.subscribe(pubsub)
-        const last = yield* Ref.make(after)
-        const seen = <E>(stream: Stream.Stream<Chunk, E>) => Stream.tap(stream, (c) => Ref.set(last, c.seq))
-        const backlog = seen(store.readChunks(runId, after))
+        // The last seq this follower has passed on, and whether the live buffer slid past it.
+        let last = after
+        let gap = false
+        const fromStore = () =>
+          Stream.mapChunks(store.readChunks(runId, last), (batch) => {
+            const end = EChunk.last(batch)
+            if (Option.isSome(end)) last = end.value.seq
+            return batch
+          })
+        // Live batches pass in one step each while they continue the seq. A gap means the bounded
+        // buffer slid past this follower (it read slower than the run wrote): everything published
+        // is committed, so the Store has the missing chunks; read them there, then go on live.
+        const liveStretch = Stream.fromQueue(live).pipe(mapBatches((batch): BatchStep<Chunk, never> => {
+          const out: Array<Chunk> = []
+          for (const chunk of batch) {
+            if (chunk.seq <= last) continue
+            if (chunk.seq !== last + 1) {
+              gap = true
+              return { out, stop: true }
+            }
+            out.push(chunk)
+            last = chunk.seq
+            if (isStop(chunk)) return { out, stop: true }
+          }
+          return { out }
+        }))
+        const fromLive = (): Stream.Stream<Chunk, NotFound | StoreError> =>
+          Stream.concat(
+            liveStretch,
+            Stream.suspend(() => {
+              if (!gap) return Stream.empty
+              gap = false
+              return Stream.concat(fromStore(), Stream.suspend(fromLive))
+            })
+          )
         // A run that has finished has all its chunks in the Store (its end commits before it is
         // published): read the rest there, so a follower that joins at or after the end ends too.
         const rest = Stream.unwrap(
-          Effect.gen(function*() {
-            const stored = yield* store.getRun(runId)
-            const from = yield* Ref.get(last)
-            if (stored.status !== "running") return store.readChunks(runId, from)
-            return seen(Stream.fromQueue(live).pipe(Stream.filter((c) => c.seq > from)))
-          })
+          Effect.map(store.getRun(runId), (stored) => (stored.status !== "running" ? fromStore() : fromLive()))
         )
-        return backlog.pipe(Stream.concat(rest), Stream.takeUntil(isStop))
+        return fromStore().pipe(Stream.concat(rest), Stream.takeUntil(isStop))
       })
     )
 

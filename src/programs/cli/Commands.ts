@@ -4,9 +4,7 @@ import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { ConfigError } from "../../domain/Errors.js"
 import type { Provider } from "../../services/Provider.js"
-import { chat as chatProgram } from "./ChatCommand.js"
 import { type CommonArgs, noCommonArgs } from "./CommonArgs.js"
-import { demo as demoProgram, demoAssets, prepareDemo } from "./DemoCommand.js"
 import { freshEnv, resolveEnv, serverToken, storeEnv, storeLabel } from "./Env.js"
 import { nodeIo } from "./Io.js"
 import * as Layers from "./Layers.js"
@@ -14,7 +12,7 @@ import { listMcpServers } from "./McpCommand.js"
 import { recordedTask } from "./ReplayCommand.js"
 import { runTask } from "./RunCommand.js"
 import { parseConversationId } from "./SelectConversation.js"
-import { type ServeCommandOptions, serve as serveProgram } from "./ServeCommand.js"
+import type { ServeCommandOptions } from "./ServeCommand.js"
 import { exportSession, listSessions, showSession } from "./SessionsCommand.js"
 
 /**
@@ -24,8 +22,13 @@ import { exportSession, listSessions, showSession } from "./SessionsCommand.js"
  * (Env.ts resolves where a command runs, Layers.ts turns that into layers), the approvers (approvers/:
  * who answers a call the rules leave open) and the terminal views (view/: task events as a person
  * reads them). src/Cli.ts loads this module only once a command runs, so `baton --help` never pays
- * for SQLite, the providers or the tools.
+ * for SQLite, the providers or the tools; the interactive views (chat, demo) and the server load
+ * only for their own command, so `baton run` does not pay for them either.
  */
+
+const chatCommand = Effect.promise(() => import("./ChatCommand.js"))
+const demoCommand = Effect.promise(() => import("./DemoCommand.js"))
+const serveCommand = Effect.promise(() => import("./ServeCommand.js"))
 
 /**
  * The prompt from its words, or stdin for `-`. A word that looks like an option is refused: the
@@ -56,6 +59,7 @@ export const chat = Effect.fn("Commands.chat")(function*(args: CommonArgs) {
   const io = nodeIo()
   const env = yield* resolveEnv(args, io.cwd())
   const model = yield* Layers.model(env)
+  const { chat: chatProgram } = yield* chatCommand
   yield* chatProgram(io, env, model.describe).pipe(Effect.scoped, Effect.provide(Layers.task(env, model.layer)))
 })
 
@@ -75,6 +79,7 @@ export const replay = Effect.fn("Commands.replay")(function*(args: CommonArgs, o
 /** `model` replaces the bundled cassette (scripts/record-demo.ts passes a recorder). */
 export const demo = Effect.fn("Commands.demo")(function*(options: { readonly fast: boolean }, model?: Layer.Layer<Provider, ConfigError>) {
   const io = nodeIo()
+  const { demo: demoProgram, demoAssets, prepareDemo } = yield* demoCommand
   const assets = yield* demoAssets()
   const dirs = yield* prepareDemo(assets)
   const provider = model ?? Layers.demoModel(Path.join(assets, "cassette.jsonl"), { fast: options.fast || !io.stdoutTTY })
@@ -91,6 +96,7 @@ export const serve = Effect.fn("Commands.serve")(function*(args: CommonArgs, opt
     ...(options.port !== undefined ? { port: options.port } : {}),
     ...(token !== undefined ? { token } : {})
   })
+  const { serve: serveProgram } = yield* serveCommand
   return yield* serveProgram(io, { model: model.describe, store: storeLabel(env), token: token !== undefined }).pipe(Effect.provide(server))
 })
 

@@ -5,7 +5,6 @@ import * as Path from "node:path"
 import type { ConfigError, StoreError } from "../../domain/Errors.js"
 import { ProviderInvalidRequest } from "../../domain/ProviderError.js"
 import type { Backend } from "../../services/Backend.js"
-import { layerRemote } from "../../services/backend/Remote.js"
 import { layerNone as noMcpServers, type McpClients } from "../../services/McpClients.js"
 import { Provider } from "../../services/Provider.js"
 import { layerFromSettings } from "../../services/provider/Config.js"
@@ -14,7 +13,7 @@ import type { Store } from "../../services/Store.js"
 import type { ToolExecutor } from "../../services/ToolExecutor.js"
 import * as ToolExecutorLive from "../../services/tools/Executor.js"
 import { layerLocal } from "../backend/BackendLocal.js"
-import { type BatonServer, serve, type ServeOptions, type ServerStartError } from "../server/Server.js"
+import type { BatonServer, ServeOptions, ServerStartError } from "../server/Server.js"
 import { DEFAULT_SYSTEM_PROMPT } from "../session/Session.js"
 import { type AppEnv, conversationSettings, databaseUrl, describeProvider, providerSettings, serverToken, storeFile } from "./Env.js"
 import { mcpServerConfigs } from "./McpServers.js"
@@ -23,7 +22,8 @@ import { VERSION } from "./Version.js"
 /**
  * The CLI's composition root: the one module that turns an environment (AppEnv: home, workspace,
  * settings, options) into layers. Programs only name the services they need in their type;
- * Commands.ts provides them from here, per command.
+ * Commands.ts provides them from here, per command. The remote client and the server (its HTTP API,
+ * router and the /docs page, most of the bundle) load only when a command uses them.
  */
 
 /** The model a task command uses, and how to name it. With `--server` the server makes the model calls. */
@@ -95,7 +95,8 @@ export const backend = (env: AppEnv, provider: Layer.Layer<Provider, ConfigError
     // Refuses a --database given with --server: the server decides where its conversations live.
     yield* databaseUrl(env)
     const token = yield* serverToken
-    return layerRemote({ url: server.replace(/\/+$/, ""), ...(token !== undefined ? { token } : {}) })
+    const remote = yield* Effect.promise(() => import("../../services/backend/Remote.js"))
+    return remote.layerRemote({ url: server.replace(/\/+$/, ""), ...(token !== undefined ? { token } : {}) })
   }))
 }
 
@@ -141,6 +142,12 @@ export const server = (
   provider: Layer.Layer<Provider, ConfigError>,
   options: ServeOptions
 ): Layer.Layer<BatonServer, ServerStartError | ConfigError | StoreError> =>
-  serve({ conversationDefaults: { system_prompt: DEFAULT_SYSTEM_PROMPT, ...conversationSettings(env) }, ...options }).pipe(
-    Layer.provide(localBackend(env, provider))
+  Layer.unwrapEffect(
+    Effect.map(
+      Effect.promise(() => import("../server/Server.js")),
+      (server) =>
+        server.serve({ conversationDefaults: { system_prompt: DEFAULT_SYSTEM_PROMPT, ...conversationSettings(env) }, ...options }).pipe(
+          Layer.provide(localBackend(env, provider))
+        )
+    )
   )

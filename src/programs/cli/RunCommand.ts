@@ -60,10 +60,10 @@ export const runTask: (io: Io, request: TaskRequest) => Effect.Effect<
   const turns = maxTurns(env)
   let outcome: Outcome = undefined
   const consumer = yield* session.run(request.prompt, turns !== undefined ? { maxTurns: turns } : {}).pipe(
-    Stream.runForEach((event) =>
+    Stream.runForEachChunk((events) =>
       Effect.sync(() => {
-        outcome = stepOutcome(outcome, event)
-        printer.print(event)
+        for (const event of events) outcome = stepOutcome(outcome, event)
+        printer.print(events)
       })
     ),
     Effect.ensuring(Effect.sync(() => printer.finish())),

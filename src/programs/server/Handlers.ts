@@ -4,11 +4,10 @@ import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { Effect, Layer, ParseResult, Schema } from "effect"
 import { Conversation, type ConversationSettingsInput } from "../../domain/Conversation.js"
 import { InvalidInput } from "../../domain/Errors.js"
-import type { Chunk } from "../../domain/Events.js"
 import type { RunId } from "../../domain/Ids.js"
 import { Backend } from "../../services/Backend.js"
 import { BatonApi, CarryOverJson, CreateConversationJson } from "../../services/backend/HttpApi.js"
-import { type SseOptions, sseResponse } from "./Sse.js"
+import { type SseOptions, sseResponse, type Track } from "./Sse.js"
 
 /** What the handlers need from the server around them. */
 export interface HandlerContext {
@@ -16,7 +15,7 @@ export interface HandlerContext {
   /** What a conversation created without settings starts with (the server's settings files). */
   readonly defaults: ConversationSettingsInput
   /** Called with the first chunk of every run started here, so shutdown can wait for it. */
-  readonly track: (first: Chunk) => Effect.Effect<void>
+  readonly track: Track
 }
 
 /**

@@ -5,11 +5,11 @@ import { Context, Data, Deferred, Effect, Exit, FiberId, FiberMap, Layer, Option
 import * as Http from "node:http"
 import type { ConversationSettingsInput } from "../../domain/Conversation.js"
 import type { Chunk } from "../../domain/Events.js"
-import type { RunId } from "../../domain/Ids.js"
 import { Backend } from "../../services/Backend.js"
 import { BatonApi } from "../../services/backend/HttpApi.js"
 import { DEFAULT_MAX_BODY_BYTES, gateLayer, isLoopbackHost } from "./Auth.js"
 import { handlersLayer } from "./Handlers.js"
+import type { StreamEnd } from "./Sse.js"
 import { realClock } from "../../services/RealClock.js"
 
 /**
@@ -101,19 +101,28 @@ const make = Effect.fn("Server.make")(function*(options: ServeOptions) {
   const drainTimeoutMs = options.drainTimeoutMs ?? 10_000
   const draining = yield* Ref.make(false)
   const closing = yield* Deferred.make<void>()
-  // One follower per run started here, draining it to its stop reason: what shutdown waits for.
-  const followers = yield* FiberMap.make<RunId, void, never>()
+  // Every run started here until it reaches its stop reason: what shutdown waits for. While a client
+  // reads a run's stream to the end, that stream is the run's tracker; one that stops early hands
+  // over to a follower of the server's own, which drains the run from where the client left it.
+  const followers = yield* FiberMap.make<string, void, never>()
+  let streams = 0
   const track = (first: Chunk) =>
-    first.type === "stop_reason"
-      ? Effect.void
-      : Effect.asVoid(FiberMap.run(
-        followers,
-        first.run_id,
-        Stream.runDrain(backend.streamRun(first.run_id, { after: first.seq })).pipe(
-          Effect.catchAllCause((cause) => Effect.logWarning(`lost track of run ${first.run_id}`, cause))
-        ),
-        { onlyIfMissing: true }
-      ))
+    Effect.gen(function*() {
+      if (first.type === "stop_reason") return () => Effect.void
+      const key = `${first.run_id}#${++streams}`
+      const settled = yield* Deferred.make<void>()
+      yield* FiberMap.run(followers, key, Deferred.await(settled))
+      return (end: StreamEnd) =>
+        end.complete
+          ? Effect.asVoid(Deferred.succeed(settled, undefined))
+          : Effect.asVoid(FiberMap.run(
+            followers,
+            key,
+            Stream.runDrain(backend.streamRun(first.run_id, { after: end.lastSeq })).pipe(
+              Effect.catchAllCause((cause) => Effect.logWarning(`lost track of run ${first.run_id}`, cause))
+            )
+          ))
+    })
 
   const nodeServer = Http.createServer()
   const responses = openResponses(nodeServer)

@@ -1,8 +1,9 @@
 import * as Sse from "@effect/experimental/Sse"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
-import { Chunk as EChunk, Duration, Effect, Option, Schema, Stream } from "effect"
+import { Chunk as EChunk, Duration, Effect, Mailbox, Option, Stream } from "effect"
 import type { BackendError } from "../../domain/Errors.js"
-import { type Chunk, TaskEventFromJson } from "../../domain/Events.js"
+import { encodeEventJson } from "../../domain/EventJson.js"
+import type { Chunk } from "../../domain/Events.js"
 import { realClock } from "../../services/RealClock.js"
 
 export interface SseOptions {
@@ -14,6 +15,18 @@ export interface SseOptions {
 
 export const HEARTBEAT = ": heartbeat\n\n"
 
+/** How a run's stream to a client ended: the last seq it carried, and whether that was the stop_reason. */
+export interface StreamEnd {
+  readonly lastSeq: number
+  readonly complete: boolean
+}
+
+/** Told of each run stream a client opens (its first chunk); answers what to do when that stream ends. */
+export type Track = (first: Chunk) => Effect.Effect<(end: StreamEnd) => Effect.Effect<void>>
+
+/** Pieces of body waiting for the socket (a slow client backs up into the run log, which reads the Store). */
+const BODY_BUFFER = 16
+
 /**
  * Sent when a run's stream is complete (after its stop_reason, or at once for a follower that asked
  * for what comes after the end). Without it a client cannot tell "nothing more will come" from a
@@ -22,12 +35,16 @@ export const HEARTBEAT = ": heartbeat\n\n"
  */
 export const END_EVENT = Sse.encoder.write({ _tag: "Event", event: "end", id: undefined, data: "end" })
 
-const encodeChunk = Schema.encode(TaskEventFromJson)
-
 /** One chunk as one SSE event: `id: <runId>:<seq>`, `data:` the chunk's JSON. */
-export const sseEvent = (chunk: Chunk): Effect.Effect<string> =>
-  Effect.map(Effect.orDie(encodeChunk(chunk)), (data) =>
-    Sse.encoder.write({ _tag: "Event", event: "message", id: `${chunk.run_id}:${chunk.seq}`, data }))
+export const sseEvent = (chunk: Chunk): string =>
+  Sse.encoder.write({ _tag: "Event", event: "message", id: `${chunk.run_id}:${chunk.seq}`, data: encodeEventJson(chunk) })
+
+/** A batch of chunks as one piece of the body: one socket write per batch, not per chunk. */
+const sseBatch = (batch: EChunk.Chunk<Chunk>): EChunk.Chunk<string> => {
+  let text = ""
+  for (const chunk of batch) text += sseEvent(chunk)
+  return text === "" ? EChunk.empty() : EChunk.of(text)
+}
 
 /** The first non-empty pull, or an empty chunk when the stream ends without any element. */
 const firstChunk = <A, E>(pull: Effect.Effect<EChunk.Chunk<A>, Option.Option<E>>): Effect.Effect<EChunk.Chunk<A>, E> =>
@@ -45,25 +62,42 @@ const firstChunk = <A, E>(pull: Effect.Effect<EChunk.Chunk<A>, Option.Option<E>>
 export const sseResponse = Effect.fn("Server.sseResponse")(function*(
   chunks: Stream.Stream<Chunk, BackendError>,
   options: SseOptions,
-  onFirst: (chunk: Chunk) => Effect.Effect<void> = () => Effect.void
+  track?: Track
 ) {
   const pull = yield* Stream.toPull(chunks)
   const head = yield* firstChunk(pull)
   const first = EChunk.head(head)
-  if (Option.isSome(first)) yield* onFirst(first.value)
+  let lastSeq = Option.match(first, { onNone: () => 0, onSome: (c) => c.seq })
+  let complete = false
+  if (Option.isSome(first) && track !== undefined) {
+    const ended = yield* track(first.value)
+    // The request's scope ends after the body: told how far this client got, the server can take over.
+    yield* Effect.addFinalizer(() => Effect.suspend(() => ended({ lastSeq, complete })))
+  }
   const events = Stream.fromChunk(head).pipe(
     Stream.concat(Stream.repeatEffectChunkOption(pull)),
-    Stream.mapEffect(sseEvent),
+    Stream.mapChunks((batch) => {
+      const last = EChunk.last(batch)
+      if (Option.isSome(last)) {
+        lastSeq = last.value.seq
+        complete = last.value.type === "stop_reason"
+      }
+      return sseBatch(batch)
+    }),
     Stream.concat(Stream.succeed(END_EVENT)),
     Stream.catchAllCause((cause) =>
       Stream.drain(Stream.fromEffect(Effect.logWarning("run stream ended early; the client will resume", cause)))
     )
   )
-  const heartbeats = Stream.repeatEffect(Effect.as(realClock.sleep(Duration.millis(options.heartbeatMs)), HEARTBEAT))
-  const body = Stream.merge(events, heartbeats, { haltStrategy: "left" }).pipe(
-    Stream.interruptWhen(options.closing),
-    Stream.encodeText
-  )
+  // One queue feeds the body: the run's batches, a heartbeat now and then, the end at shutdown. Each
+  // batch is one write; what queued up while the socket was busy goes out together.
+  const body = Stream.unwrapScoped(Effect.gen(function*() {
+    const out = yield* Mailbox.make<string>({ capacity: BODY_BUFFER })
+    yield* Effect.forkScoped(Effect.zipRight(Stream.runForEachChunk(events, (texts) => out.offerAll(texts)), out.end))
+    yield* Effect.forkScoped(Effect.forever(Effect.zipRight(realClock.sleep(Duration.millis(options.heartbeatMs)), out.offer(HEARTBEAT))))
+    yield* Effect.forkScoped(Effect.zipRight(options.closing, out.end))
+    return Mailbox.toStream(out).pipe(Stream.mapChunks((texts) => EChunk.of(EChunk.join(texts, ""))))
+  })).pipe(Stream.encodeText)
   return HttpServerResponse.stream(body, {
     contentType: "text/event-stream",
     // A stream is its connection's last response: when it ends (also at shutdown) the socket closes.

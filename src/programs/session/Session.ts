@@ -69,6 +69,9 @@ export interface Session {
   readonly generateTitle: Effect.Effect<string, SessionError>
 }
 
+/** Events a task may get ahead of its reader by: many batches, a bounded amount of memory. */
+const TASK_BUFFER = 8192
+
 const newOtid = Effect.sync(() => Otid.make(crypto.randomUUID()))
 
 /**
@@ -147,7 +150,8 @@ export const open = Effect.fn("Session.open")(function*(config: SessionConfig = 
   const run: Session["run"] = (prompt, options) =>
     Stream.unwrapScoped(
       Effect.gen(function*() {
-        const out = yield* Mailbox.make<TaskEvent, SessionError>()
+        // Bounded: a reader that stops reading holds the task back (the run itself goes on in the backend).
+        const out = yield* Mailbox.make<TaskEvent, SessionError>({ capacity: TASK_BUFFER })
         const texts = typeof prompt === "string" ? [prompt] : prompt
         const messages = yield* Effect.forEach(texts, (content) =>
           Effect.map(newOtid, (otid): UserMessage => ({ type: "user_message", content, otid })))

@@ -78,26 +78,43 @@ const asMessages = (deps: TaskDeps, texts: ReadonlyArray<string>) =>
 const steering = (deps: TaskDeps) =>
   Effect.flatMap(deps.drainSteering, (texts) => Effect.tap(asMessages(deps, texts), deps.emit))
 
-/** token_usage waits for its request_end, so the two reach the task stream together, never split by a tool result. */
-const pairUsage = (held: Option.Option<Chunk>, chunk: Chunk): readonly [Option.Option<Chunk>, ReadonlyArray<Chunk>] =>
-  chunk.type === "token_usage"
-    ? [Option.some(chunk), []]
-    : [Option.none(), Option.match(held, { onNone: () => [chunk], onSome: (usage) => [usage, chunk] })]
-
-/** Reads one stream of a run into the task: forwards its chunks, feeds tool calls to the batch, returns the stop reason seen. */
+/**
+ * Reads one stream of a run into the task, a batch (what one read brought) at a time: forwards its
+ * chunks in one emit, feeds its tool calls to the batch, returns the stop reason seen. token_usage
+ * waits for its request_end, so the two reach the task stream together, never split by a tool result.
+ */
 const readRun = (deps: TaskDeps, batch: ToolBatch) => (chunks: Stream.Stream<Chunk, BackendError>) =>
-  chunks.pipe(
-    Stream.mapAccum(Option.none<Chunk>(), pairUsage),
-    Stream.runFoldEffect(Option.none<StopReasonValue>(), (stop, group) =>
-      Effect.gen(function*() {
-        if (group.length === 0) return stop
-        const progress = yield* Ref.updateAndGet(deps.progress, (current) => group.reduce(TaskProgress.step, current))
-        yield* deps.emit(group)
-        const last = group[group.length - 1]!
-        if (last.type === "tool_call" && !progress.compacting) yield* batch.add(last)
-        return last.type === "stop_reason" ? Option.some(last.reason) : stop
-      }))
-  )
+  Effect.suspend(() => {
+    let usage: Chunk | undefined
+    let stop = Option.none<StopReasonValue>()
+    return chunks.pipe(
+      Stream.runForEachChunk((input) => {
+        const group: Array<Chunk> = []
+        for (const chunk of input) {
+          if (usage !== undefined) group.push(usage)
+          usage = chunk.type === "token_usage" ? chunk : undefined
+          if (usage !== undefined) continue
+          group.push(chunk)
+          if (chunk.type === "stop_reason") stop = Option.some(chunk.reason)
+        }
+        if (group.length === 0) return Effect.void
+        // A compaction's summary request may stream stray tool calls: they are answered there, never run here.
+        return Ref.modify(deps.progress, (progress) => {
+          const calls: Array<ToolCall> = []
+          let next = progress
+          for (const chunk of group) {
+            next = TaskProgress.step(next, chunk)
+            if (chunk.type === "tool_call" && !next.compacting) calls.push(chunk)
+          }
+          return [calls, next] as const
+        }).pipe(
+          Effect.tap(() => deps.emit(group)),
+          Effect.flatMap((calls) => Effect.forEach(calls, (call) => batch.add(call), { discard: true }))
+        )
+      }),
+      Effect.map(() => stop)
+    )
+  })
 
 /** One run in its own scope: sent, read to its stop reason (resumed if its stream breaks), its batch settled if needed. */
 const sendRun = Effect.fn("Task.sendRun")(function*(deps: TaskDeps, run: NextRun) {

@@ -1,11 +1,13 @@
 import type * as HttpClientResponse from "@effect/platform/HttpClientResponse"
-import { Data, Effect, Either, Option, Ref, Stream } from "effect"
+import { Chunk as EChunk, Data, Effect, Either, Option, ParseResult, Ref, Stream } from "effect"
 import { type BackendError, StreamBroken } from "../../domain/Errors.js"
-import { type Chunk, isChunk, TaskEvent } from "../../domain/Events.js"
+import { decodeEventJson } from "../../domain/EventJson.js"
+import { type Chunk, isChunk } from "../../domain/Events.js"
 import type { RunId } from "../../domain/Ids.js"
 import type { Budgets } from "../../domain/Recovery.js"
 import { retryStream } from "../../domain/RecoverySchedule.js"
-import { decodeData, decodeSse } from "../Sse.js"
+import { type BatchStep, mapBatches } from "../Batches.js"
+import { decodeSse, type SseEvent } from "../Sse.js"
 import { realClock } from "../RealClock.js"
 
 /** One connection of a run's stream ended early (network, server restart, no stop_reason). */
@@ -28,7 +30,23 @@ const idleTimeout = (ms: number) => <A, E, R>(self: Stream.Stream<A, E, R>): Str
       Effect.withClock(realClock)
     ))))
 
-const decodeEvent = decodeData(TaskEvent, "baton server")
+const excerpt = (data: string) => (data.length > 120 ? `${data.slice(0, 120)}…` : data)
+
+/** One batch of SSE events (one read) → its chunks, up to the server's `end` event. */
+const decodeBatch = (events: EChunk.Chunk<SseEvent>): BatchStep<Chunk, Dropped> => {
+  const out: Array<Chunk> = []
+  for (const event of events) {
+    if (event.event === "end") return { out, stop: true }
+    const decoded = decodeEventJson(event.data)
+    if (Either.isLeft(decoded)) {
+      const reason = excerpt(ParseResult.TreeFormatter.formatErrorSync(decoded.left))
+      return { out, fail: new Dropped({ message: `baton server: unexpected event ${excerpt(event.data)}: ${reason}` }) }
+    }
+    if (!isChunk(decoded.right)) return { out, fail: new Dropped({ message: `event without run_id/seq: ${decoded.right.type}` }) }
+    out.push(decoded.right)
+  }
+  return { out }
+}
 
 /**
  * A `text/event-stream` body → chunks; anything wrong with the bytes is a drop, and so is a body that
@@ -36,13 +54,7 @@ const decodeEvent = decodeData(TaskEvent, "baton server")
  */
 export const chunksOf = (response: HttpClientResponse.HttpClientResponse, idleMs: number): Stream.Stream<Chunk, Dropped> =>
   decodeSse(response.stream.pipe(idleTimeout(idleMs))).pipe(
-    Stream.concat(Stream.fail(new Dropped({ message: "the connection closed before the stream's end" }))),
-    Stream.takeWhile((event) => event.event !== "end"),
-    Stream.mapEffect((event) =>
-      Either.match(decodeEvent(event.data), {
-        onLeft: (e) => Effect.fail(new Dropped({ message: e.message })),
-        onRight: (chunk) => (isChunk(chunk) ? Effect.succeed(chunk) : Effect.fail(new Dropped({ message: `event without run_id/seq: ${chunk.type}` })))
-      })),
+    mapBatches(decodeBatch, () => new Dropped({ message: "the connection closed before the stream's end" })),
     Stream.catchTags({
       ProviderMalformed: (e) => Stream.fail(new Dropped({ message: e.message })),
       ResponseError: (e) => Stream.fail(new Dropped({ message: `connection lost: ${e.message}` }))
@@ -67,8 +79,14 @@ export const resumable = (
     // A backend error is the run's answer, not a drop: it travels past the policy as an element and
     // fails the stream there. A connection that ends cleanly carried the server's end marker.
     const connection = Stream.unwrap(Effect.map(Ref.get(cursor), open)).pipe(
-      Stream.filterEffect((chunk) => Effect.map(Ref.get(cursor), ({ after }) => chunk.seq > after)),
-      Stream.tap((chunk) => Ref.set(cursor, { runId: chunk.run_id, after: chunk.seq })),
+      // One step per batch: drop what an earlier connection delivered already, move the cursor past the rest.
+      Stream.mapChunksEffect((batch) =>
+        Ref.modify(cursor, (at): [EChunk.Chunk<Chunk>, Cursor] => {
+          const fresh = EChunk.filter(batch, (chunk) => chunk.seq > at.after)
+          const last = EChunk.last(fresh)
+          return [fresh, Option.isSome(last) ? { runId: last.value.run_id, after: last.value.seq } : at]
+        })
+      ),
       Stream.takeUntil((chunk) => chunk.type === "stop_reason"),
       Stream.map(Either.right),
       Stream.catchAll((e) =>
@@ -78,5 +96,12 @@ export const resumable = (
       budgets: options.budgets,
       orElse: (failure, step) =>
         Stream.fromEffect(broken(`${failure.message} (gave up after ${Option.match(step, { onNone: () => 0, onSome: (s) => s.attempt })} reconnects)`))
-    }).pipe(Stream.mapEffect((item) => item))
+    }).pipe(mapBatches((items): BatchStep<Chunk, BackendError> => {
+      const out: Array<Chunk> = []
+      for (const item of items) {
+        if (Either.isLeft(item)) return { out, fail: item.left }
+        out.push(item.right)
+      }
+      return { out }
+    }))
   }))

@@ -3,7 +3,7 @@ import type { ProviderError } from "../../domain/ProviderError.js"
 import { classifyFailure, ErrorObject } from "../../domain/ProviderErrorMapping.js"
 import type { FinishReason, ProviderEvent } from "../../domain/ProviderEvent.js"
 import { PROVIDER, REDACTED_PROVIDER } from "./AnthropicRequest.js"
-import { decodeData } from "../Sse.js"
+import { decodeData, isJsonObject } from "../Sse.js"
 import { type DecodeStep, step, undecodable, type WireDecoder } from "./WireDecoder.js"
 import { finishEvent, reasoningDelta, textDelta, usageEvent } from "./Usage.js"
 
@@ -34,7 +34,8 @@ const Delta = Schema.Union(
   Schema.Struct({ type: Schema.Literal("citations_delta") })
 )
 
-const Event = Schema.Union(
+/** Every Messages stream event type, as far as Baton reads it. */
+export const Event = Schema.Union(
   Schema.Struct({ type: Schema.Literal("message_start"), message: Schema.Struct({ usage: Schema.optional(WireUsage) }) }),
   Schema.Struct({ type: Schema.Literal("content_block_start"), index: Schema.Number, content_block: Block }),
   Schema.Struct({ type: Schema.Literal("content_block_delta"), index: Schema.Number, delta: Delta }),
@@ -49,6 +50,23 @@ const Event = Schema.Union(
   Schema.Struct({ type: Schema.Literal("error"), error: ErrorObject })
 )
 type Event = typeof Event.Type
+
+/** What each streamed delta type carries (its one string field). */
+const deltaFields: Readonly<Record<string, string>> = {
+  text_delta: "text",
+  thinking_delta: "thinking",
+  signature_delta: "signature",
+  input_json_delta: "partial_json"
+}
+
+/** A content_block_delta, nearly every event, checked without the schema (see decodeData). */
+export const fastEvent = (json: unknown): Event | undefined => {
+  if (!isJsonObject(json) || json["type"] !== "content_block_delta" || typeof json["index"] !== "number") return undefined
+  const delta = json["delta"]
+  if (!isJsonObject(delta) || typeof delta["type"] !== "string") return undefined
+  const field = deltaFields[delta["type"]]
+  return field !== undefined && typeof delta[field] === "string" ? json as Event : undefined
+}
 
 interface BlockState {
   readonly type: "text" | "thinking" | "redacted_thinking" | "tool_use"
@@ -81,7 +99,7 @@ const finishOf = (reason: string | null | undefined, sawCalls: boolean): FinishR
  * window) and cachedInputTokens is the cache read. `message_delta` usage is cumulative and overrides.
  */
 export const makeAnthropicDecoder = (options: { readonly secrets: ReadonlyArray<string> }) => (): WireDecoder => {
-  const decode = decodeData(Event, PROVIDER)
+  const decode = decodeData(Event, PROVIDER, fastEvent)
   const blocks = new Map<number, BlockState>()
   let usage: WireUsage = {}
   let stopReason: string | null | undefined

@@ -3,7 +3,7 @@ import { randomUUID } from "node:crypto"
 import { ProviderMalformed } from "../../domain/ProviderError.js"
 import { classifyFailure, errorObjectOf, parseJsonBody } from "../../domain/ProviderErrorMapping.js"
 import type { FinishReason, ProviderEvent } from "../../domain/ProviderEvent.js"
-import { decodeData } from "../Sse.js"
+import { decodeData, isJsonObject } from "../Sse.js"
 import { PROVIDER } from "./OpenAiChatRequest.js"
 import { finishEvent, reasoningDelta, textDelta, usageEvent } from "./Usage.js"
 import { type DecodeStep, step, type WireDecoder } from "./WireDecoder.js"
@@ -19,7 +19,8 @@ const ToolCallChunk = Schema.Struct({
   function: Schema.optional(Schema.NullOr(Schema.Struct({ name: Str, arguments: Str })))
 })
 
-const Chunk = Schema.Struct({
+/** One Chat Completions stream event, as far as Baton reads it. */
+export const Chunk = Schema.Struct({
   choices: Schema.optional(Schema.NullOr(Schema.Array(Schema.Struct({
     index: Num,
     delta: Schema.optional(Schema.NullOr(Schema.Struct({
@@ -41,6 +42,22 @@ const Chunk = Schema.Struct({
 })
 type Chunk = typeof Chunk.Type
 type ToolCallChunk = typeof ToolCallChunk.Type
+
+const isText = (value: unknown) => value === undefined || value === null || typeof value === "string"
+const isCount = (value: unknown) => value === undefined || value === null || typeof value === "number"
+
+/** The shape of nearly every event, text or reasoning and nothing else, checked without the schema (see decodeData). */
+export const fastChunk = (json: unknown): Chunk | undefined => {
+  if (!isJsonObject(json) || (json["usage"] !== undefined && json["usage"] !== null) || !Array.isArray(json["choices"])) return undefined
+  for (const choice of json["choices"] as ReadonlyArray<unknown>) {
+    if (!isJsonObject(choice) || !isCount(choice["index"]) || !isText(choice["finish_reason"])) return undefined
+    const delta = choice["delta"]
+    if (delta === undefined || delta === null) continue
+    if (!isJsonObject(delta) || (delta["tool_calls"] !== undefined && delta["tool_calls"] !== null)) return undefined
+    if (!isText(delta["content"]) || !isText(delta["refusal"]) || !isText(delta["reasoning_content"]) || !isText(delta["reasoning"])) return undefined
+  }
+  return json as Chunk
+}
 
 interface CallState {
   id: string
@@ -78,7 +95,7 @@ export const makeChatDecoder = (options: {
   readonly newIdPrefix?: () => string
 }) =>
 (): WireDecoder => {
-  const decode = decodeData(Chunk, PROVIDER)
+  const decode = decodeData(Chunk, PROVIDER, fastChunk)
   const idPrefix = options.newIdPrefix?.() ?? `call_${randomUUID().slice(0, 8)}`
   const calls: Array<CallState> = []
   const byIndex = new Map<number, CallState>()

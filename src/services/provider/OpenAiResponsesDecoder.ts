@@ -3,7 +3,7 @@ import type { ProviderError } from "../../domain/ProviderError.js"
 import { classifyFailure, ErrorObject } from "../../domain/ProviderErrorMapping.js"
 import type { ProviderEvent } from "../../domain/ProviderEvent.js"
 import { PROVIDER } from "./OpenAiResponsesRequest.js"
-import { decodeData } from "../Sse.js"
+import { decodeData, isJsonObject } from "../Sse.js"
 import { type DecodeStep, step, undecodable, type WireDecoder } from "./WireDecoder.js"
 import { finishEvent, reasoningDelta, textDelta, usageEvent } from "./Usage.js"
 
@@ -45,7 +45,8 @@ const acknowledged = Schema.Literal(
   "response.function_call_arguments.done"
 )
 
-const Event = Schema.Union(
+/** Every Responses stream event type, as far as Baton reads it. */
+export const Event = Schema.Union(
   Schema.Struct({ type: acknowledged }),
   Schema.Struct({ type: Schema.Literal("response.output_item.added", "response.output_item.done"), output_index: Schema.Number, item: Item }),
   Schema.Struct({
@@ -69,6 +70,17 @@ const Event = Schema.Union(
 )
 type Event = typeof Event.Type
 
+const textDeltas: ReadonlySet<unknown> = new Set([
+  "response.output_text.delta",
+  "response.refusal.delta",
+  "response.reasoning_summary_text.delta",
+  "response.reasoning_text.delta"
+])
+
+/** A text, refusal or reasoning delta, nearly every event, checked without the schema (see decodeData). */
+export const fastEvent = (json: unknown): Event | undefined =>
+  isJsonObject(json) && textDeltas.has(json["type"]) && typeof json["delta"] === "string" ? json as Event : undefined
+
 interface CallState {
   readonly id: string
   readonly name: string
@@ -77,7 +89,7 @@ interface CallState {
 }
 
 export const makeResponsesDecoder = (options: { readonly secrets: ReadonlyArray<string> }) => (): WireDecoder => {
-  const decode = decodeData(Event, PROVIDER)
+  const decode = decodeData(Event, PROVIDER, fastEvent)
   const byItem = new Map<string, CallState>()
   const byOutput = new Map<number, CallState>()
   const calls: Array<CallState> = []

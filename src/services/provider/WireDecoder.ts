@@ -1,4 +1,5 @@
-import { type Chunk, Effect, Either, Option, Stream } from "effect"
+import { Clock, Effect, Either, Mailbox, Stream } from "effect"
+import { type BatchStep, mapBatches } from "../Batches.js"
 import type { ProviderError } from "../../domain/ProviderError.js"
 import { ProviderMalformed, ProviderTimeout } from "../../domain/ProviderError.js"
 import type { ProviderEvent } from "../../domain/ProviderEvent.js"
@@ -17,38 +18,53 @@ export interface Timeouts {
 }
 
 /**
- * Fails with ProviderTimeout when a pull takes too long: the first pull (which, for a stream built with
- * `Stream.unwrapScoped`, includes sending the request) gets `firstByteMs`, every later one `stallMs`.
- * Raw byte chunks count as liveness, so SSE comments used as keep-alives (OpenRouter) keep a stream alive.
+ * Fails with ProviderTimeout when the stream stays silent too long: until its first chunk (which, for a
+ * stream built with `Stream.unwrapScoped`, includes sending the request) `firstByteMs`, then `stallMs`
+ * after each chunk. Raw byte chunks count as liveness, so SSE comments used as keep-alives
+ * (OpenRouter) keep a stream alive. One reader fiber and one watchdog per stream, the watchdog
+ * re-armed by each read: no timer or fiber per read. Reads that arrive while the reader's consumer is
+ * busy reach it together, as one batch.
  */
 export const withTimeouts = (timeouts: Timeouts, provider: string) =>
 <A, E, R>(self: Stream.Stream<A, E, R>): Stream.Stream<A, E | ProviderTimeout, R> =>
   Stream.unwrapScoped(Effect.gen(function*() {
-    const pull = yield* Stream.toPull(self)
+    const out = yield* Mailbox.make<A, E | ProviderTimeout>({ capacity: READ_AHEAD })
     let started = false
-    return Stream.repeatEffectChunkOption(Effect.suspend((): Effect.Effect<Chunk.Chunk<A>, Option.Option<E | ProviderTimeout>, R> => {
-      const phase = started ? "stall" : "first_byte"
+    let deadline = (yield* Clock.currentTimeMillis) + timeouts.firstByteMs
+    const watchdog = Effect.gen(function*() {
+      for (;;) {
+        const now = yield* Clock.currentTimeMillis
+        if (now >= deadline) break
+        yield* Effect.sleep(deadline - now)
+      }
       const afterMs = started ? timeouts.stallMs : timeouts.firstByteMs
-      return pull.pipe(
-        Effect.timeoutFail({
-          duration: afterMs,
-          onTimeout: () =>
-            Option.some(
-              new ProviderTimeout({
-                phase,
-                afterMs,
-                message: phase === "first_byte"
-                  ? `${provider}: no response within ${afterMs} ms`
-                  : `${provider}: stream stalled, nothing received for ${afterMs} ms`
-              })
-            )
-        }),
-        Effect.tap((chunk) => {
-          if (chunk.length > 0) started = true
+      yield* out.fail(
+        new ProviderTimeout({
+          phase: started ? "stall" : "first_byte",
+          afterMs,
+          message: started
+            ? `${provider}: stream stalled, nothing received for ${afterMs} ms`
+            : `${provider}: no response within ${afterMs} ms`
         })
       )
-    }))
+    })
+    const reader = self.pipe(
+      Stream.runForEachChunk((chunk) =>
+        chunk.length === 0 ? Effect.void : Effect.flatMap(Clock.currentTimeMillis, (now) => {
+          started = true
+          deadline = now + timeouts.stallMs
+          return out.offerAll(chunk)
+        })
+      ),
+      Mailbox.into(out)
+    )
+    yield* Effect.forkScoped(reader)
+    yield* Effect.forkScoped(watchdog)
+    return Mailbox.toStream(out)
   }))
+
+/** Reads the reader may get ahead of its consumer by. */
+const READ_AHEAD = 16
 
 /** What a decoder makes of one SSE event: events to emit, and whether it was the terminal event. */
 export interface DecodeStep {
@@ -67,31 +83,25 @@ export interface WireDecoder {
 
 /**
  * Runs a decoder over SSE events: stops reading at the terminal event, and fails with
- * ProviderMalformed{truncated} when the body ends before it.
+ * ProviderMalformed{truncated} when the body ends before it. The events of one read stay one chunk.
  */
 export const runDecoder = (provider: string, make: () => WireDecoder) =>
 <E, R>(events: Stream.Stream<SseEvent, E, R>): Stream.Stream<ProviderEvent, E | ProviderError, R> =>
   Stream.suspend(() => {
     const decoder = make()
-    let done = false
-    return events.pipe(
-      Stream.mapEffect((event) => decoder.onEvent(event)),
-      Stream.takeUntil((s) => s.done),
-      Stream.tap((s) =>
-        Effect.sync(() => {
-          if (s.done) done = true
-        })
-      ),
-      Stream.mapConcat((s) => s.events),
-      Stream.concat(Stream.suspend(() =>
-        done ? Stream.empty : Stream.fail(
-          new ProviderMalformed({
-            reason: "truncated",
-            message: `${provider}: stream ended before ${decoder.terminal}`
-          })
-        )
-      ))
-    )
+    return events.pipe(mapBatches(
+      (batch): BatchStep<ProviderEvent, ProviderError> => {
+        const out: Array<ProviderEvent> = []
+        for (const event of batch) {
+          const decoded = decoder.onEvent(event)
+          if (Either.isLeft(decoded)) return { out, fail: decoded.left }
+          for (const e of decoded.right.events) out.push(e)
+          if (decoded.right.done) return { out, stop: true }
+        }
+        return { out }
+      },
+      () => new ProviderMalformed({ reason: "truncated", message: `${provider}: stream ended before ${decoder.terminal}` })
+    ))
   })
 
 export const undecodable = (provider: string, what: string) =>

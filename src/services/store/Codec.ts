@@ -1,8 +1,9 @@
-import { Clock, Effect, ParseResult, Schema } from "effect"
+import { Clock, Effect, Either, ParseResult, Schema } from "effect"
 import { randomUUID } from "node:crypto"
 import { type Conversation, ConversationSettings, type ConversationSettingsInput } from "../../domain/Conversation.js"
 import { busyWith, ChunkSeqError, NotFound, StoreError, ToolCallAnswered } from "../../domain/Errors.js"
-import { type Chunk, isChunk, isDelta, type TaskEvent, TaskEventFromJson } from "../../domain/Events.js"
+import { decodeEventJson, encodeEventJson } from "../../domain/EventJson.js"
+import { type Chunk, isChunk, isDelta, type TaskEvent } from "../../domain/Events.js"
 import type { ChunkCheckFailure } from "../../domain/ItemLog.js"
 import { ConversationId, RunId, type ToolCallId } from "../../domain/Ids.js"
 import type { Write } from "../../domain/History.js"
@@ -17,11 +18,14 @@ import { activityOf, type Run } from "../../domain/Run.js"
 export const newId = (prefix: "conv" | "run" | "msg"): Effect.Effect<string> =>
   Effect.sync(() => `${prefix}-${randomUUID()}`)
 
-/** The stored text of an item or chunk; exports hand it out byte for byte. */
-export const encodeEvent = (event: TaskEvent): Effect.Effect<string> =>
-  Schema.encode(TaskEventFromJson)(event).pipe(
-    Effect.orDieWith((e) => new Error(`Store: an item does not encode: ${ParseResult.TreeFormatter.formatErrorSync(e)}`))
-  )
+/** The stored text of an item or chunk; exports hand it out byte for byte. Throws on a value that is not a TaskEvent (a bug). */
+export const encodeEventText = (event: TaskEvent): string => {
+  try {
+    return encodeEventJson(event)
+  } catch (e) {
+    throw new Error(`Store: an item does not encode: ${ParseResult.isParseError(e) ? ParseResult.TreeFormatter.formatErrorSync(e) : String(e)}`)
+  }
+}
 
 const corrupt = (path: string | undefined, what: string) =>
   new StoreError({
@@ -32,12 +36,24 @@ const corrupt = (path: string | undefined, what: string) =>
   })
 
 export const decodeEvent = (body: string, path: string | undefined): Effect.Effect<TaskEvent, StoreError> =>
-  Schema.decode(TaskEventFromJson)(body).pipe(Effect.mapError(() => corrupt(path, "A stored item")))
+  Either.mapLeft(decodeEventJson(body), () => corrupt(path, "A stored item"))
 
-export const decodeChunk = (body: string, path: string | undefined): Effect.Effect<Chunk, StoreError> =>
-  decodeEvent(body, path).pipe(
-    Effect.filterOrFail(isChunk, () => corrupt(path, "A stored chunk"))
-  )
+export const decodeChunk = (body: string, path: string | undefined): Either.Either<Chunk, StoreError> => {
+  const event = decodeEventJson(body)
+  if (Either.isLeft(event)) return Either.left(corrupt(path, "A stored item"))
+  return isChunk(event.right) ? Either.right(event.right) : Either.left(corrupt(path, "A stored chunk"))
+}
+
+/** A page of stored chunk bodies, decoded in one step. */
+export const decodeChunks = (bodies: ReadonlyArray<string>, path: string | undefined): Either.Either<Array<Chunk>, StoreError> => {
+  const out: Array<Chunk> = []
+  for (const body of bodies) {
+    const chunk = decodeChunk(body, path)
+    if (Either.isLeft(chunk)) return Either.left(chunk.left)
+    out.push(chunk.right)
+  }
+  return Either.right(out)
+}
 
 /** Settings as given by a caller are already typed; a value that breaks a refinement is a bug. */
 const decodeSettings = (input: ConversationSettingsInput): Effect.Effect<ConversationSettings> =>

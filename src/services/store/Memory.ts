@@ -1,6 +1,7 @@
-import { Chunk, Clock, Effect, Layer, Option, Stream } from "effect"
+import { Chunk, Clock, Effect, Either, Layer, Option, Stream } from "effect"
 import { InvalidInput } from "../../domain/Errors.js"
 import type { ToolCall } from "../../domain/Messages.js"
+import { records } from "../../domain/History.js"
 import { ConversationId, MessageId, type Otid, RunId } from "../../domain/Ids.js"
 import {
   advanceOpenCalls,
@@ -21,8 +22,8 @@ import {
   chunkCheckError,
   conversationNotFound,
   busyConflict,
-  decodeChunk,
-  encodeEvent,
+  decodeChunks,
+  encodeEventText,
   makeConversation,
   messageNotFound,
   newId,
@@ -123,8 +124,8 @@ export const layerMemory: Layer.Layer<Store> = Layer.sync(Store, () => {
       const newChunks = write.chunks ?? []
       const now = yield* Clock.currentTimeMillis
       const ids = yield* Effect.forEach(newItems, () => newId("msg"))
-      const bodies = yield* Effect.forEach(newItems, (i) => encodeEvent(i.item))
-      const chunkBodies = yield* Effect.forEach(newChunks, encodeEvent)
+      const bodies = newItems.map((i) => encodeEventText(i.item))
+      const chunkBodies = newChunks.map((c) => encodeEventText(c))
       const state = yield* stateOf(write.conversationId)
       const ownRun = (runId: string) => {
         const run = runs.get(runId)
@@ -168,7 +169,7 @@ export const layerMemory: Layer.Layer<Store> = Layer.sync(Store, () => {
       if (finish !== undefined) {
         runs.set(finish.runId, { ...runs.get(finish.runId)!, status: finish.status, stopReason: finish.stopReason, updatedAt: now })
       }
-      touch(state, now)
+      if (records(write)) touch(state, now)
       return yield* storedAll(write.conversationId, rows)
     }),
 
@@ -273,8 +274,8 @@ export const layerMemory: Layer.Layer<Store> = Layer.sync(Store, () => {
         if (!runs.has(runId)) return Effect.fail(runNotFound(runId))
         return Effect.succeed(Stream.paginateChunkEffect(after, (cursor) => {
           const page = (chunks.get(runId) ?? []).slice(Math.max(0, cursor), Math.max(0, cursor) + pageSize)
-          return Effect.map(Effect.forEach(page, (body) => decodeChunk(body, undefined)), (decoded) =>
-            [Chunk.fromIterable(decoded), page.length < pageSize ? Option.none() : Option.some(cursor + page.length)] as const)
+          return Either.map(decodeChunks(page, undefined), (decoded) =>
+            [Chunk.unsafeFromArray(decoded), page.length < pageSize ? Option.none() : Option.some(cursor + page.length)] as const)
         }))
       }))
   })

@@ -1,8 +1,8 @@
 import { Clock, Effect } from "effect"
 import type { ConversationId } from "../../domain/Ids.js"
 import { advanceOpenCalls, checkChunkSeqs, defaultFlags, isMessageType, type OpenCall } from "../../domain/ItemLog.js"
-import type { NewItem, Write } from "../../domain/History.js"
-import { callAnswered, chunkCheckError, conversationNotFound, encodeEvent, newId, rejectDeltaItems, runNotFound } from "./Codec.js"
+import { type NewItem, records, type Write } from "../../domain/History.js"
+import { callAnswered, chunkCheckError, conversationNotFound, encodeEventText, newId, rejectDeltaItems, runNotFound } from "./Codec.js"
 import type { SqlEngine } from "./SqlStore.js"
 import { decodeRows, HeadRow, OpenCallRow, RunSeqRow, ToolCallIdRow, toStoredItems } from "./SqlRows.js"
 
@@ -68,12 +68,14 @@ export const makeCommit = ({ guard, q, retry, source, sql }: SqlEngine) => {
     const newSegment = write.newSegment === true
     const now = yield* Clock.currentTimeMillis
     const ids = yield* Effect.forEach(items, () => newId("msg"))
-    const bodies = yield* Effect.forEach(items, (i) => encodeEvent(i.item))
-    const chunkBodies = yield* Effect.forEach(chunks, encodeEvent)
+    const bodies = items.map((i) => encodeEventText(i.item))
+    const chunkBodies = chunks.map((c) => encodeEventText(c))
 
     const rows = yield* sql.withTransaction(Effect.gen(function*() {
       // Writing first also keeps SQLite from failing later with SQLITE_BUSY_SNAPSHOT against another process.
-      const [head] = yield* q.advanceHead(id, now, items.length, newSegment).pipe(Effect.flatMap(decodeRows(HeadRow, source)))
+      // Recording something makes the conversation the most recent; streamed chunks alone do not.
+      const head_ = records(write) ? q.advanceHead(id, now, items.length, newSegment) : q.holdHead(id)
+      const [head] = yield* head_.pipe(Effect.flatMap(decodeRows(HeadRow, source)))
       if (head === undefined) return yield* conversationNotFound(id)
 
       const expected = write.expectOpen ?? []

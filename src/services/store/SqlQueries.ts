@@ -63,6 +63,9 @@ export const makeQueries = (sql: SqlClient, dialect: SqlDialect) => {
         SET updated_at = ${now}, touched = ${touch},
             last_position = last_position + ${items}, segment = segment + ${newSegment ? 1 : 0}
         WHERE id = ${id} RETURNING last_position, segment`,
+    /** The first statement of a commit that records nothing (streamed chunks): it writes, and leaves recency as it was. */
+    holdHead: (id: string) =>
+      sql`UPDATE conversations SET last_position = last_position WHERE id = ${id} RETURNING last_position, segment`,
 
     // items_position
     itemsAfter: (id: string, after: number, before: number, limit: number) =>

@@ -1,6 +1,6 @@
 import type { SqlClient } from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
-import { Chunk, Clock, Effect, Option, Stream } from "effect"
+import { Chunk, Clock, Effect, Either, Option, Stream } from "effect"
 import { InvalidInput, type StoreError } from "../../domain/Errors.js"
 import { ConversationId } from "../../domain/Ids.js"
 import {
@@ -15,7 +15,7 @@ import type { ToolCall } from "../../domain/Messages.js"
 import {
   busyConflict,
   conversationNotFound,
-  decodeChunk,
+  decodeChunks,
   encodeSettings,
   makeConversation,
   messageNotFound,
@@ -225,9 +225,9 @@ export const makeSqlStore = (engine: SqlEngine) => {
             run,
             Effect.flatMap(decodeRows(ChunkRow, source)),
             Effect.flatMap((page) =>
-              Effect.map(Effect.forEach(page, (row) => decodeChunk(row.body, source.label)), (decoded) =>
+              Either.map(decodeChunks(page.map((row) => row.body), source.label), (decoded) =>
                 [
-                  Chunk.fromIterable(decoded),
+                  Chunk.unsafeFromArray(decoded),
                   page.length < CHUNK_PAGE ? Option.none() : Option.some(page[page.length - 1]!.seq)
                 ] as const)
             )

@@ -23,7 +23,7 @@ export type SqliteOptions = OpenOptions
 export const layerSqlite = (options: SqliteOptions): Layer.Layer<Store, StoreError> =>
   Layer.scoped(
     Store,
-    Effect.map(openDatabase(options), (sql) => makeSqliteStore(sql, Path.resolve(options.filename)))
+    Effect.flatMap(openDatabase(options), (sql) => makeSqliteStore(sql, Path.resolve(options.filename)))
   )
 
 /** `$BATON_HOME/baton.db`, with BATON_HOME defaulting to `~/.baton`. */

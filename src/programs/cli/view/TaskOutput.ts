@@ -1,17 +1,16 @@
-import * as Schema from "effect/Schema"
-import { TaskEvent } from "../../../domain/Events.js"
+import { encodeEventJson } from "../../../domain/EventJson.js"
+import type { TaskEvent } from "../../../domain/Events.js"
 import { initialView, type ViewOptions, type ViewState, viewEvent } from "./EventView.js"
 import type { Io } from "../Io.js"
 import { makeStyle } from "./Style.js"
 import { colorFor } from "./Style.js"
 
-const encode = Schema.encodeSync(TaskEvent)
-
 /** One line of `baton run --json`: the event exactly as the domain encodes it. */
-export const eventLine = (event: TaskEvent): string => `${JSON.stringify(encode(event))}\n`
+export const eventLine = (event: TaskEvent): string => `${encodeEventJson(event)}\n`
 
 export interface TaskPrinter {
-  readonly print: (event: TaskEvent) => void
+  /** Prints a batch of events with one write per stream it touches in a row, not one per event. */
+  readonly print: (events: Iterable<TaskEvent>) => void
   /** Closes an open stdout line (text mode on a terminal). */
   readonly finish: () => void
 }
@@ -22,7 +21,16 @@ export interface TaskPrinter {
  * terminal, a note never starts in the middle of a streamed line.
  */
 export const makeTaskPrinter = (io: Io, json: boolean, options: Partial<ViewOptions> = {}): TaskPrinter => {
-  if (json) return { print: (event) => io.out(eventLine(event)), finish: () => {} }
+  if (json) {
+    return {
+      print: (events) => {
+        let text = ""
+        for (const event of events) text += eventLine(event)
+        if (text !== "") io.out(text)
+      },
+      finish: () => {}
+    }
+  }
   const view: ViewOptions = {
     style: makeStyle(colorFor({ isTTY: io.stderrTTY }, io.env)),
     userDecisions: true,
@@ -34,24 +42,42 @@ export const makeTaskPrinter = (io: Io, json: boolean, options: Partial<ViewOpti
   const shared = io.stdoutTTY && io.stderrTTY
   let state: ViewState = initialView
   let stdoutOpen = false
+  // Text waiting to be written, with its stream: consecutive pieces for one stream go out as one write.
+  let pending = ""
+  let pendingOut = true
+  const write = (out: boolean, text: string) => {
+    if (text === "") return
+    if (out !== pendingOut && pending !== "") flush()
+    pendingOut = out
+    pending += text
+  }
+  const flush = () => {
+    if (pending === "") return
+    if (pendingOut) io.out(pending)
+    else io.err(pending)
+    pending = ""
+  }
   return {
-    print: (event) => {
-      const [next, pieces] = viewEvent(state, event, view)
-      state = next
-      for (const piece of pieces) {
-        if (piece.sink === "text") {
-          io.out(piece.text)
-          stdoutOpen = !piece.text.endsWith("\n")
-        } else if (piece.sink === "note") {
-          if (shared && stdoutOpen) {
-            io.out("\n")
-            stdoutOpen = false
+    print: (events) => {
+      for (const event of events) {
+        const [next, pieces] = viewEvent(state, event, view)
+        state = next
+        for (const piece of pieces) {
+          if (piece.sink === "text") {
+            write(true, piece.text)
+            stdoutOpen = !piece.text.endsWith("\n")
+          } else if (piece.sink === "note") {
+            if (shared && stdoutOpen) {
+              write(true, "\n")
+              stdoutOpen = false
+            }
+            write(false, piece.text)
+          } else {
+            write(false, textStyle.dim(piece.text))
           }
-          io.err(piece.text)
-        } else {
-          io.err(textStyle.dim(piece.text))
         }
       }
+      flush()
     },
     finish: () => {
       if (stdoutOpen) io.out("\n")

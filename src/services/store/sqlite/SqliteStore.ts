@@ -1,13 +1,17 @@
 import type { SqlClient } from "@effect/sql/SqlClient"
+import { Effect } from "effect"
+import { Store } from "../../Store.js"
 import { makeQueries, type SqlDialect } from "../SqlQueries.js"
 import { makeSqlStore } from "../SqlStore.js"
 import { corruptError, guard, retryBusy } from "./Failures.js"
+import { makeGroupCommit } from "./GroupCommit.js"
 
 /**
  * services/store/sqlite/ is the Store on one SQLite file: opening and checking it (Open, Header),
- * the schema and its migrations, and how SQLite's failures become StoreErrors (and lost races
- * retries, through the recovery policy). The statements and the store itself are shared with
- * PostgreSQL (../SqlQueries, ../SqlStore, ../SqlCommit); this is what SQLite says differently.
+ * the schema and its migrations, how SQLite's failures become StoreErrors (and lost races
+ * retries, through the recovery policy), and the group commit that puts the commits waiting
+ * together into one transaction. The statements and the store itself are shared with PostgreSQL
+ * (../SqlQueries, ../SqlStore, ../SqlCommit); this is what SQLite says and does differently.
  */
 
 const dialect: SqlDialect = {
@@ -21,13 +25,17 @@ const dialect: SqlDialect = {
 
 export const sqliteQueries = (sql: SqlClient) => makeQueries(sql, dialect)
 
-/** The Store over one SQLite connection; `path` names the file in every error. */
+/** The Store over one SQLite connection; `path` names the file in every error. Its group-commit writer lives in the scope. */
 export const makeSqliteStore = (sql: SqlClient, path: string) =>
-  makeSqlStore({
-    sql,
-    q: sqliteQueries(sql),
-    source: { label: path, corrupt: (what) => corruptError(path, what) },
-    guard: guard(path),
-    retry: retryBusy,
-    snapshot: (effect) => sql.withTransaction(effect)
+  Effect.gen(function*() {
+    const store = makeSqlStore({
+      sql,
+      q: sqliteQueries(sql),
+      source: { label: path, corrupt: (what) => corruptError(path, what) },
+      guard: guard(path),
+      retry: retryBusy,
+      snapshot: (effect) => sql.withTransaction(effect)
+    })
+    // One connection serialises every write anyway: let the writes that wait together share a transaction.
+    return Store.of({ ...store, commit: yield* makeGroupCommit(sql, path, store.commit) })
   })

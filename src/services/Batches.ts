@@ -1,0 +1,43 @@
+import { Channel, Chunk, type Stream as S, Stream } from "effect"
+
+/**
+ * Keeping a batch whole. On the hot path a Stream chunk is a batch: the events one network read
+ * produced (DESIGN "The hot path"). Per-element operators (`mapEffect`, `tap`, `filterEffect`) split
+ * a chunk into single-element steps, so every stage from the socket to the store to stdout works a
+ * chunk at a time instead, with one synchronous step per chunk.
+ */
+
+/** What one batch became: the elements to emit (in order), then optionally a failure or the end. */
+export interface BatchStep<B, E> {
+  readonly out: ReadonlyArray<B>
+  /** Fails the stream after `out` is emitted. */
+  readonly fail?: E
+  /** Ends the stream after `out`; nothing more is pulled from upstream. */
+  readonly stop?: boolean
+}
+
+/**
+ * Maps every chunk with a synchronous, possibly stateful step: what a chunk yields is emitted as one
+ * chunk (none when empty), so a failure or an end found mid-batch still emits what came before it.
+ * `onEnd` runs when upstream ends without a `stop`, and may fail the stream (a truncated body).
+ */
+export const mapBatches = <A, B, E2>(
+  f: (batch: Chunk.Chunk<A>) => BatchStep<B, E2>,
+  onEnd?: () => E2 | undefined
+) =>
+<E, R>(self: S.Stream<A, E, R>): S.Stream<B, E | E2, R> => {
+  const loop: Channel.Channel<Chunk.Chunk<B>, Chunk.Chunk<A>, E | E2, E, unknown, unknown> = Channel.readWithCause({
+    onInput: (input: Chunk.Chunk<A>) => {
+      const step = f(input)
+      const emit = step.out.length > 0 ? Channel.write(Chunk.unsafeFromArray(step.out as Array<B>)) : Channel.void
+      if (step.fail !== undefined) return Channel.zipRight(emit, Channel.fail(step.fail))
+      return step.stop === true ? emit : Channel.zipRight(emit, loop)
+    },
+    onFailure: (cause) => Channel.failCause(cause),
+    onDone: () => {
+      const failure = onEnd?.()
+      return failure === undefined ? Channel.void : Channel.fail(failure)
+    }
+  })
+  return Stream.pipeThroughChannel(self, loop)
+}

@@ -82,7 +82,9 @@ const json = Options.boolean("json").pipe(Options.withDescription("Print one JSO
 /** Command bodies load on first use: `baton run --help` parses only this file and @effect/cli. */
 type Commands = typeof import("./programs/cli/Commands.js")
 const commands = Effect.promise((): Promise<Commands> => import("./programs/cli/Commands.js"))
-const lazy = <A, E, R>(f: (m: Commands) => Effect.Effect<A, E, R>) => Effect.flatMap(commands, f)
+/** Telemetry (OTEL_*) wraps the whole command; only `serve` exports metrics. */
+const lazy = <A, E, R>(f: (m: Commands) => Effect.Effect<A, E, R>, options: { readonly metrics: boolean } = { metrics: false }) =>
+  Effect.flatMap(commands, (m) => m.withTelemetry(f(m), options))
 
 const run = Command.make(
   "run",
@@ -130,8 +132,7 @@ const serve = Command.make(
           database: Option.getOrUndefined(a.database)
         },
         { host: Option.getOrUndefined(a.host), port: Option.getOrUndefined(a.port), token: Option.getOrUndefined(a.token) }
-      )
-    )
+      ), { metrics: true })
 ).pipe(Command.withDescription("Host conversations over HTTP + SSE for clients using --server (runs survive disconnects)"))
 
 /** Reading conversations needs the store, not a model or a workspace's settings. */

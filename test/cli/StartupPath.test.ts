@@ -6,8 +6,8 @@ import { ROOT } from "../support/cliProcess.js"
 /**
  * Start-up loads only what the command needs (DESIGN "The hot path"): the bundle a task command
  * loads (the Commands chunk and everything it imports statically) leaves out the server (its router
- * and the /docs page are most of the bundle), the remote client and the interactive views, which
- * load on first use. Checked on the built bin (vitest's global setup builds it).
+ * and the /docs page are most of the bundle), the remote client, the interactive views and the
+ * OpenTelemetry exporter, which load on first use. Checked on the built bin (vitest's global setup builds it).
  */
 
 const chunks = Path.join(ROOT, "dist", "bin", "chunks")
@@ -27,7 +27,7 @@ const closure = (entry: string): ReadonlySet<string> => {
 }
 
 describe("what `baton run` loads", () => {
-  it("the task commands' static graph has no server, no remote client and no chat view; those load on demand", () => {
+  it("the task commands' static graph has no server, no remote client, no chat view and no OTLP exporter; those load on demand", () => {
     const commands = Fs.readdirSync(chunks).find((f) => /^Commands-[\w]+\.js$/.test(f))
     assert.isDefined(commands)
     const loaded = closure(commands!)
@@ -37,7 +37,8 @@ describe("what `baton run` loads", () => {
     assert.notInclude(code, "swagger-ui", "the server's /docs page")
     assert.notInclude(code, "cannot reach the Baton server at", "the remote client")
     assert.notInclude(code, "press Ctrl-C again to leave", "the chat view")
+    assert.notInclude(code, "effect-opentelemetry-", "the OTLP exporter (loaded only when OTEL_* asks for it)")
     const all = Fs.readdirSync(chunks).filter((f) => f.endsWith(".js")).map((f) => Fs.readFileSync(Path.join(chunks, f), "utf8")).join("\n")
-    for (const text of ["swagger-ui", "cannot reach the Baton server at", "press Ctrl-C again to leave"]) assert.include(all, text)
+    for (const text of ["swagger-ui", "cannot reach the Baton server at", "press Ctrl-C again to leave", "effect-opentelemetry-"]) assert.include(all, text)
   })
 })

@@ -20,7 +20,7 @@ export interface CliResult {
 export const cleanEnv = (extra: Record<string, string> = {}): Record<string, string> => {
   const env: Record<string, string> = {}
   for (const [k, v] of Object.entries(process.env)) {
-    if (v === undefined || /^(BATON_|OPENAI_|ANTHROPIC_)/.test(k)) continue
+    if (v === undefined || /^(BATON_|OPENAI_|ANTHROPIC_|OTEL_)/.test(k)) continue
     env[k] = v
   }
   return { ...env, NO_COLOR: "1", ...extra }

@@ -26,6 +26,10 @@ import { exportSession, listSessions, showSession } from "./SessionsCommand.js"
  * only for their own command, so `baton run` does not pay for them either.
  */
 
+/** A command with the telemetry the environment asks for around it, so its own span is exported too. */
+export const withTelemetry = <A, E, R>(command: Effect.Effect<A, E, R>, options: { readonly metrics: boolean }) =>
+  Effect.provide(command, Layers.telemetry(options))
+
 const chatCommand = Effect.promise(() => import("./ChatCommand.js"))
 const demoCommand = Effect.promise(() => import("./DemoCommand.js"))
 const serveCommand = Effect.promise(() => import("./ServeCommand.js"))

@@ -17,6 +17,7 @@ import type { BatonServer, ServeOptions, ServerStartError } from "../server/Serv
 import { DEFAULT_SYSTEM_PROMPT } from "../session/Session.js"
 import { type AppEnv, conversationSettings, databaseUrl, describeProvider, providerSettings, serverToken, storeFile } from "./Env.js"
 import { mcpServerConfigs } from "./McpServers.js"
+import { telemetryConfig } from "./TelemetryConfig.js"
 import { VERSION } from "./Version.js"
 
 /**
@@ -135,6 +136,19 @@ export const task = (
   env: AppEnv,
   provider: Layer.Layer<Provider, ConfigError>
 ): Layer.Layer<Backend | ToolExecutor | McpClients, ConfigError | StoreError> => Layer.merge(backend(env, provider), tools(env))
+
+/**
+ * Telemetry, from the standard OTEL_* variables (TelemetryConfig.ts): spans (and, for `baton serve`,
+ * metrics) exported over OTLP/HTTP. With none set, nothing is installed and the exporter's modules
+ * never load: a command pays one look at the environment.
+ */
+export const telemetry = (options: { readonly metrics: boolean }): Layer.Layer<never, ConfigError> =>
+  Layer.unwrapEffect(Effect.gen(function*() {
+    const config = yield* telemetryConfig(options)
+    if (config === undefined) return Layer.empty
+    const otlp = yield* Effect.promise(() => import("../../services/telemetry/Otlp.js"))
+    return otlp.layer({ ...config, serviceVersion: VERSION })
+  }))
 
 /** `baton serve`: the local backend over the store (the home's SQLite file or `--database`), with this model, behind HTTP + SSE. */
 export const server = (

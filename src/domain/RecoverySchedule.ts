@@ -1,5 +1,6 @@
 import { Deferred, Duration, Effect, Option, Random, Ref, Schedule, ScheduleDecision, ScheduleInterval, Stream } from "effect"
 import { type Attempts, type Budgets, type Failure, noAttempts, type Recovery, step as policyStep } from "./Recovery.js"
+import { ATTR, RETRY_EVENT, spanEvent } from "./Telemetry.js"
 
 /**
  * The one runner of the recovery policy. Every retry in Baton — the backend run, compaction, the
@@ -61,6 +62,13 @@ export const policy = <E extends Failure, R = never>(budgets: Budgets, hooks: Ho
       step.decision._tag === "Fail" ? Effect.void : Effect.gen(function*() {
         const planned = delayOf(step.decision)
         const delayMs = hooks.jitter === true && planned > 0 ? Math.round(planned * (yield* Random.nextRange(0.8, 1.2))) : planned
+        // On whatever span runs the retry (a run, a task, a stream): a tracing backend shows each retry in place.
+        yield* spanEvent(RETRY_EVENT, {
+          [ATTR.errorType]: step.failure._tag,
+          "baton.retry.decision": step.decision._tag,
+          "baton.retry.attempt": step.attempt + 1,
+          "baton.retry.delay_ms": delayMs
+        })
         if (hooks.announce !== undefined) yield* hooks.announce(step, delayMs)
         if (waits(step.decision)) yield* (hooks.wait ?? sleep)(delayMs)
         if (hooks.prepare !== undefined) yield* hooks.prepare(step)

@@ -10,4 +10,14 @@ import type { ProviderEvent, ProviderRequest } from "../domain/ProviderEvent.js"
  */
 export class Provider extends Context.Tag("baton/Provider")<Provider, {
   readonly stream: (request: ProviderRequest) => Stream.Stream<ProviderEvent, ProviderError>
+  /**
+   * Who answers, for telemetry (`gen_ai.provider.name`) and the model a request without one gets;
+   * absent on test doubles that do not say.
+   */
+  readonly info?: ProviderInfo
 }>() {}
+
+export interface ProviderInfo {
+  readonly name: string
+  readonly model?: string | undefined
+}

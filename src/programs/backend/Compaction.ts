@@ -10,6 +10,7 @@ import type { Message, ToolReturn, UserMessage } from "../../domain/Messages.js"
 import { modelRequest } from "../../domain/ModelRequest.js"
 import { compactionBudgets } from "../../domain/Recovery.js"
 import { retry } from "../../domain/RecoverySchedule.js"
+import { ATTR, SPAN, spanOptions, withOutcomeSpan } from "../../domain/Telemetry.js"
 import { type Assembly, emptyAssembly, partial, toolCallsOf } from "../../domain/RunAssembler.js"
 import { extract, wrap } from "../../domain/Tags.js"
 import { Provider } from "../../services/Provider.js"
@@ -181,7 +182,13 @@ export class Compactions extends Effect.Service<Compactions>()("baton/Compaction
         newSegment: true
       }))
       return "ok" as const
-    })
+    }, (compaction, job) =>
+      withOutcomeSpan(
+        compaction,
+        SPAN.compaction,
+        spanOptions({ [ATTR.conversationId]: job.conversation.id, [ATTR.runId]: job.log.runId, [ATTR.compactionReason]: job.reason }),
+        (outcome) => Effect.succeed(outcome === "failed" ? Option.some({ tag: "CompactionFailed", message: "the compaction failed; the old context stays" }) : Option.none())
+      ))
 
     const trigger = Effect.fn("Compactions.trigger")(function*(conversation: Conversation) {
       const segment = yield* store.currentSegment(conversation.id)

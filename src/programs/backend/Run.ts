@@ -12,9 +12,11 @@ import { type Budgets, EMPTY_RESPONSE_REMINDER, type Failure } from "../../domai
 import { retry, type Step } from "../../domain/RecoverySchedule.js"
 import { type Assembly, emptyAssembly, type Ended, partial } from "../../domain/RunAssembler.js"
 import { turnRetriedText } from "../../domain/Tags.js"
+import { ATTR, SPAN, spanOptions, withOutcomeSpan } from "../../domain/Telemetry.js"
 import { Provider } from "../../services/Provider.js"
 import { Store } from "../../services/Store.js"
 import { Compactions } from "./Compaction.js"
+import { activeRuns } from "./Metrics.js"
 import type { EmitOptions, Entry, RunLog } from "./RunLog.js"
 import { streamRequest } from "./StreamRequest.js"
 
@@ -47,6 +49,8 @@ interface RunRecord {
   /** The next request ends with the empty-response reminder. */
   readonly reminder: boolean
   readonly finished: boolean
+  /** What the run's stop_reason said went wrong, if anything: its span's status. */
+  readonly error?: ErrorInfo
 }
 
 const initial: RunRecord = { assembly: emptyAssembly, requests: 0, inRequest: false, shown: [], carried: [], reminder: false, finished: false }
@@ -125,7 +129,7 @@ const makeEmitter = (log: RunLog, record: Ref.Ref<RunRecord>, onStopped: Effect.
     /** The run's end: the last entries, then its one stop_reason, committed with the run's status. */
     stop: (entries: ReadonlyArray<TaskEvent>, stopReason: StopReasonValue, before: ReadonlyArray<NewItem>, error?: ErrorInfo) =>
       Effect.uninterruptible(Effect.zipRight(
-        Ref.update(record, (r) => ({ ...r, finished: true })),
+        Ref.update(record, (r) => ({ ...r, finished: true, ...(error !== undefined ? { error } : {}) })),
         log.emit(
           [...entries, { type: "stop_reason", reason: stopReason, ...(error !== undefined ? { error } : {}) } satisfies TaskEvent].map((event) => ({
             event,
@@ -241,10 +245,16 @@ export class Runs extends Effect.Service<Runs>()("baton/Runs", {
           )
         })
 
-      yield* body.pipe(
-        Effect.onInterrupt(() => onInterrupt),
-        Effect.catchAllCause((cause) => (Cause.isInterruptedOnly(cause) ? Effect.failCause(cause) : Effect.asVoid(onDefect(cause))))
-      )
+      const ids = { [ATTR.conversationId]: conversation.id, [ATTR.runId]: log.runId }
+      yield* withOutcomeSpan(
+        body.pipe(
+          Effect.onInterrupt(() => onInterrupt),
+          Effect.catchAllCause((cause) => (Cause.isInterruptedOnly(cause) ? Effect.failCause(cause) : Effect.asVoid(onDefect(cause))))
+        ),
+        SPAN.run,
+        spanOptions(ids),
+        () => Effect.map(Ref.get(record), (r) => Option.fromNullable(r.error))
+      ).pipe(Effect.annotateSpans(ids), activeRuns.track)
     })
 
     return { run } as const

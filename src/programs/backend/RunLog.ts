@@ -1,11 +1,13 @@
-import { Chunk as EChunk, Effect, Option, PubSub, Ref, Stream } from "effect"
+import { Chunk as EChunk, Effect, Metric, Option, PubSub, Ref, Stream } from "effect"
 import type { ChunkSeqError, NotFound, StoreError, ToolCallAnswered } from "../../domain/Errors.js"
 import type { Chunk, StopReasonValue, TaskEvent } from "../../domain/Events.js"
 import type { NewItem } from "../../domain/History.js"
 import type { ConversationId, RunId } from "../../domain/Ids.js"
 import type { RunStatus } from "../../domain/Run.js"
+import { ATTR, SPAN, spanOptions, Telemetry } from "../../domain/Telemetry.js"
 import { type BatchStep, mapBatches } from "../../services/Batches.js"
 import type { Store } from "../../services/Store.js"
+import { chunksPersisted } from "./Metrics.js"
 
 /**
  * The run log: commit, then publish; follow from a seq. The producer numbers a run's items (seq 1,
@@ -63,6 +65,18 @@ export const makeRunLog = Effect.fn("RunLog.make")(function*(
   const { conversationId, runId } = run
   const pubsub = yield* PubSub.sliding<Chunk>(LIVE_CAPACITY)
   const seqRef = yield* Ref.make(run.lastSeq)
+  // Read once per run: with no exporter installed, a commit pays for no span and no sizes.
+  const telemetry = yield* Telemetry
+  const traced = (write: Parameters<Store["Type"]["commit"]>[0], last: number) =>
+    telemetry.tracing
+      ? Effect.withSpan(store.commit(write), SPAN.storeCommit, spanOptions({
+        [ATTR.conversationId]: conversationId,
+        [ATTR.runId]: runId,
+        [ATTR.seq]: last,
+        [ATTR.rows]: (write.chunks?.length ?? 0) + (write.items?.length ?? 0),
+        [ATTR.bytes]: Buffer.byteLength(JSON.stringify(write.chunks ?? [])) + Buffer.byteLength(JSON.stringify(write.items ?? []))
+      }))
+      : store.commit(write)
 
   const emit = Effect.fn("RunLog.emit")(
     function*(entries: ReadonlyArray<Entry>, options?: EmitOptions) {
@@ -72,7 +86,7 @@ export const makeRunLog = Effect.fn("RunLog.make")(function*(
       entries.forEach((entry, i) => {
         if (entry.record !== undefined) items.push({ item: chunks[i]!, ...(entry.record === "trace" ? { traceOnly: true } : {}) })
       })
-      yield* store.commit({
+      yield* traced({
         conversationId,
         chunks,
         items: [...(options?.before ?? []), ...items, ...(options?.after ?? [])],
@@ -80,8 +94,9 @@ export const makeRunLog = Effect.fn("RunLog.make")(function*(
         ...(options?.finish !== undefined
           ? { finishRun: { runId, status: options.finish.status, stopReason: options.finish.stopReason } }
           : {})
-      })
+      }, first + chunks.length)
       yield* Ref.set(seqRef, first + chunks.length)
+      if (telemetry.metrics) yield* Metric.incrementBy(chunksPersisted, chunks.length)
       if (options?.finish !== undefined) yield* options.finish.onCommitted
       yield* PubSub.publishAll(pubsub, chunks)
       return chunks as ReadonlyArray<Chunk>

@@ -1,27 +1,68 @@
-import { Effect, Stream } from "effect"
+import { Cause, Clock, Effect, Exit, Option, Stream } from "effect"
 import type { TaskEvent } from "../../domain/Events.js"
 import type { ProviderRequest } from "../../domain/ProviderEvent.js"
-import { type Assembly, emptyAssembly, end, stepAll } from "../../domain/RunAssembler.js"
+import { type Assembly, emptyAssembly, end, type Ended, stepAll } from "../../domain/RunAssembler.js"
+import { ATTR, SPAN, spanOptions, Telemetry } from "../../domain/Telemetry.js"
 import type { Provider } from "../../services/Provider.js"
+import { recordRequest, recordUsage, type RequestTags } from "./Metrics.js"
 import type { WriteError } from "./RunLog.js"
+
+/** What a finished request tells its `chat` span: usage and finish reason, and with contents on, what the model said. */
+const annotateEnded = (ended: Ended, model: string, content: boolean) =>
+  Effect.annotateCurrentSpan({
+    [ATTR.responseModel]: model,
+    [ATTR.finishReasons]: ended.assembly.finish !== undefined ? [ended.assembly.finish] : [],
+    ...(ended.assembly.usage !== undefined
+      ? { [ATTR.inputTokens]: ended.assembly.usage.input_tokens, [ATTR.outputTokens]: ended.assembly.usage.output_tokens }
+      : {}),
+    ...(content ? { [ATTR.outputMessages]: JSON.stringify(ended.assembly.messages) } : {})
+  })
+
+const errorType = <E>(exit: Exit.Exit<unknown, E>): string | undefined => {
+  if (Exit.isSuccess(exit)) return undefined
+  const failure = Cause.failureOption(exit.cause)
+  return Option.isSome(failure) && typeof failure.value === "object" && failure.value !== null && "_tag" in failure.value
+    ? String(failure.value._tag)
+    : "_OTHER"
+}
 
 /**
  * One model request, as a fold of the provider's stream through the pure assembler: `emit` gets the
  * assembly and the items of each provider chunk (the events one network read produced) once, so a
  * run commits per read, never per event. Ends with the closed assembly, whose events the caller
- * emits (the run holds the usage back for its request_end). Shared by the run and compaction.
+ * emits (the run holds the usage back for its request_end). Shared by the run and compaction, so
+ * every model request is one `chat MODEL` span (the GenAI conventions) and one duration measured.
  */
 export const streamRequest = Effect.fn("Run.streamRequest")(function*(
   provider: Provider["Type"],
   request: ProviderRequest,
   emit: (assembly: Assembly, events: ReadonlyArray<TaskEvent>) => Effect.Effect<void, WriteError>
 ) {
-  const assembly = yield* provider.stream(request).pipe(
-    Stream.chunks,
-    Stream.runFoldEffect(emptyAssembly, (assembly, events) => {
-      const [next, out] = stepAll(assembly, events)
-      return Effect.as(emit(next, out), next)
-    })
+  const { content } = yield* Telemetry
+  const model = request.model ?? provider.info?.model ?? "unknown"
+  const tags: RequestTags = { provider: provider.info?.name ?? "unknown", model }
+  const started = yield* Clock.currentTimeMillis
+  const chat = Effect.gen(function*() {
+    const assembly = yield* provider.stream(request).pipe(
+      Stream.chunks,
+      Stream.runFoldEffect(emptyAssembly, (assembly, events) => {
+        const [next, out] = stepAll(assembly, events)
+        return Effect.as(emit(next, out), next)
+      })
+    )
+    const ended = end(assembly)
+    yield* annotateEnded(ended, model, content)
+    if (ended.assembly.usage !== undefined) yield* recordUsage(tags, ended.assembly.usage)
+    return ended
+  })
+  return yield* chat.pipe(
+    Effect.withSpan(SPAN.chat(model), spanOptions({
+      [ATTR.operation]: "chat",
+      [ATTR.provider]: tags.provider,
+      [ATTR.requestModel]: model,
+      ...(content ? { [ATTR.systemInstructions]: request.system, [ATTR.inputMessages]: JSON.stringify(request.history) } : {})
+    }, "client")),
+    Effect.onExit((exit) =>
+      Exit.isInterrupted(exit) ? Effect.void : Effect.flatMap(Clock.currentTimeMillis, (now) => recordRequest(tags, (now - started) / 1000, errorType(exit))))
   )
-  return end(assembly)
 })

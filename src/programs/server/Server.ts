@@ -10,6 +10,7 @@ import { BatonApi } from "../../services/backend/HttpApi.js"
 import { DEFAULT_MAX_BODY_BYTES, gateLayer, isLoopbackHost } from "./Auth.js"
 import { handlersLayer } from "./Handlers.js"
 import type { StreamEnd } from "./Sse.js"
+import { noParentSpan } from "../../domain/Telemetry.js"
 import { realClock } from "../../services/RealClock.js"
 
 /**
@@ -141,6 +142,8 @@ const make = Effect.fn("Server.make")(function*(options: ServeOptions) {
     Layer.provide(Layer.succeed(Backend, backend))
   )
   yield* Layer.buildWithScope(app, scope).pipe(
+    // Each request is its own trace (or its client's, by traceparent), not a child of the server's lifetime.
+    Effect.withParentSpan(noParentSpan),
     Effect.mapError((e) => new ServerStartError({ reason: "listen", message: `cannot listen on ${host}:${port}: ${String(e.cause)}` }))
   )
 

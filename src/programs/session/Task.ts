@@ -7,6 +7,7 @@ import type { InputMessage, ToolCall, ToolReturn, UserMessage } from "../../doma
 import type { ThinkingLevel } from "../../domain/ProviderEvent.js"
 import { type Budgets, turnBudgets } from "../../domain/Recovery.js"
 import { retry } from "../../domain/RecoverySchedule.js"
+import { ATTR, SPAN, spanOptions } from "../../domain/Telemetry.js"
 import { STALE_APPROVAL_REASON, steeringText, turnAbortedText } from "../../domain/Tags.js"
 import type { Backend } from "../../services/Backend.js"
 import { followRun, pendingCalls } from "./Resume.js"
@@ -218,4 +219,9 @@ export const runTask = Effect.fn("Task.run")(function*(deps: TaskDeps, prompt: R
   })
   if (ending.carryOver !== undefined) yield* deps.backend.cancel(deps.conversationId, ending.carryOver)
   if (ending.maxTurns) yield* deps.emit([{ type: "stop_reason", reason: "max_turns" }])
-})
+}, (task, deps) =>
+  // The task's span, and its conversation on every span under it (a local backend's run included).
+  task.pipe(
+    Effect.withSpan(SPAN.task, spanOptions({ [ATTR.conversationId]: deps.conversationId })),
+    Effect.annotateSpans(ATTR.conversationId, deps.conversationId)
+  ))

@@ -2,6 +2,7 @@ import { Clock, Deferred, Effect, ExecutionStrategy, FiberSet, Option, Queue, Re
 import type { ApprovalDecision, TaskEvent } from "../../domain/Events.js"
 import { type Otid, type ToolCallId } from "../../domain/Ids.js"
 import { DENIED_TEXT, type ToolCall, type ToolReturn } from "../../domain/Messages.js"
+import { toolSpan } from "../../domain/Telemetry.js"
 import { toToolReturn } from "../../domain/Tools.js"
 import { awaitResult, type ExecuteOptions, type ToolExecutor } from "../../services/ToolExecutor.js"
 import type { Approver, Gate } from "./ApprovalGate.js"
@@ -68,27 +69,34 @@ export const makeToolBatch = Effect.fn("ToolBatch.make")(function*(deps: BatchDe
 
   const handle = (slot: Slot) =>
     Effect.gen(function*() {
-      const decision = yield* deps.gate.decide(slot.call, deps.approver)
+      // `execute_tool NAME`: from the approval asked to the result, ended however the call ends.
+      const traced = yield* toolSpan(slot.call)
+      const decision = yield* deps.gate.decide(slot.call, deps.approver).pipe(
+        Effect.withParentSpan(traced.span),
+        Effect.onInterrupt(() => traced.end(undefined))
+      )
+      yield* traced.decided(decision)
       yield* Ref.update(decisions, (all) => [...all, decision])
       yield* deps.emit([decision])
       const otid = yield* deps.otid
       if (decision.decision === "deny") {
         const denied: ToolReturn = { type: "tool_return", tool_call_id: slot.call.tool_call_id, status: "denied", content: DENIED_TEXT, otid }
         yield* finish(slot, denied)
+        yield* traced.end(denied)
         // In its own fiber, so the next call's approval does not wait for the round trip.
         return yield* FiberSet.run(fibers, commit(slot, denied, decision))
       }
       const startedAt = yield* Clock.currentTimeMillis
       const tool = yield* Effect.uninterruptible(
         Effect.tap(Scope.extend(deps.executor.start(slot.call, deps.executeOptions), tools), (fiber) => FiberSet.add(fibers, fiber))
-      )
+      ).pipe(Effect.withParentSpan(traced.span))
       // Watch the tool in its own fiber so the next call's approval does not wait for this one.
       yield* FiberSet.run(
         fibers,
         Effect.flatMap(awaitResult(slot.call, tool, startedAt), (done) => {
           const result = toToolReturn(done, otid)
-          return Effect.zipRight(finish(slot, result), commit(slot, result, decision))
-        })
+          return Effect.zipRight(finish(slot, result), Effect.zipRight(traced.end(result), commit(slot, result, decision)))
+        }).pipe(Effect.withParentSpan(traced.span), Effect.ensuring(traced.end(undefined)))
       )
     })
 

@@ -1,9 +1,9 @@
 import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
 import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
-import { Config, Effect, Layer, Option, Redacted } from "effect"
+import { Config, Context, Effect, Layer, Option, Redacted } from "effect"
 import { ConfigError } from "../../domain/Errors.js"
 import type { ProviderKind } from "../../domain/Settings.js"
-import type { Provider } from "../Provider.js"
+import { Provider, type ProviderInfo } from "../Provider.js"
 import * as ProviderAnthropic from "./Anthropic.js"
 import * as ProviderCassette from "./Cassette.js"
 import { DEFAULT_FIRST_BYTE_TIMEOUT_MS, DEFAULT_STALL_TIMEOUT_MS, type LiveSettings } from "./Http.js"
@@ -157,16 +157,28 @@ const liveLayer = (kind: LiveKind, live: LiveSettings) =>
     ? ProviderAnthropic.layer(live)
     : ProviderOpenAiResponses.layer(live)).pipe(Layer.provide(FetchHttpClient.layer))
 
+/** `gen_ai.provider.name`: the API a kind speaks (an OpenAI-compatible server is named for the API). */
+const PROVIDER_NAME: Record<ProviderKind, string> = {
+  "openai-chat": "openai",
+  "openai-responses": "openai",
+  "anthropic": "anthropic",
+  "replay": "baton.replay"
+}
+
+/** The same Provider, saying who it is. */
+const describing = (info: ProviderInfo) => (layer: Layer.Layer<Provider, ConfigError>): Layer.Layer<Provider, ConfigError> =>
+  Layer.map(layer, (context) => Context.add(context, Provider, { ...Context.get(context, Provider), info }))
+
 /** The Provider for resolved settings, with its HTTP client and file system included. */
 export const layerFromSettings = (settings: ProviderSettings): Layer.Layer<Provider, ConfigError> => {
   if (settings.kind === "replay") {
-    return ProviderCassette.layerReplay(settings.cassette).pipe(Layer.provide(NodeFileSystem.layer))
+    return ProviderCassette.layerReplay(settings.cassette).pipe(Layer.provide(NodeFileSystem.layer), describing({ name: PROVIDER_NAME.replay }))
   }
   const live = liveLayer(settings.kind, settings.live)
   return Option.match(settings.recordTo, {
     onNone: () => live,
     onSome: (path) => ProviderCassette.layerRecord(path).pipe(Layer.provide([live, NodeFileSystem.layer]))
-  })
+  }).pipe(describing({ name: PROVIDER_NAME[settings.kind], model: settings.live.model }))
 }
 
 /** The Provider for explicit options (CLI flags) over the environment over defaults (settings files). */

@@ -168,7 +168,9 @@ export const makeGroupCommit = (sql: SqlClient, path: string, single: Commit) =>
         return Effect.flatMap(Queue.takeAll(queue), (left) => Effect.forEach(left, (pending) => Deferred.fail(pending.done, closedError), { discard: true }))
       })
     )
-    yield* Effect.forkScoped(writer)
+    // Untraced: its callers' spans (baton.store.commit) say what was committed; a span per SQL
+    // statement of every group would be several spans per streamed chunk.
+    yield* Effect.forkScoped(Effect.withTracerEnabled(writer, false))
 
     return (write: Write): Effect.Effect<ReadonlyArray<StoredItem>, CommitError> =>
       Effect.suspend(() =>

@@ -254,7 +254,7 @@ export class Runs extends Effect.Service<Runs>()("baton/Runs", {
         SPAN.run,
         spanOptions(ids),
         () => Effect.map(Ref.get(record), (r) => Option.fromNullable(r.error))
-      ).pipe(Effect.annotateSpans(ids), activeRuns.track)
+      ).pipe(activeRuns.track)
     })
 
     return { run } as const

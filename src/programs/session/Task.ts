@@ -220,8 +220,5 @@ export const runTask = Effect.fn("Task.run")(function*(deps: TaskDeps, prompt: R
   if (ending.carryOver !== undefined) yield* deps.backend.cancel(deps.conversationId, ending.carryOver)
   if (ending.maxTurns) yield* deps.emit([{ type: "stop_reason", reason: "max_turns" }])
 }, (task, deps) =>
-  // The task's span, and its conversation on every span under it (a local backend's run included).
-  task.pipe(
-    Effect.withSpan(SPAN.task, spanOptions({ [ATTR.conversationId]: deps.conversationId })),
-    Effect.annotateSpans(ATTR.conversationId, deps.conversationId)
-  ))
+  // Not annotateSpans for the ids: every span under the task (one per commit among them) would pay for them.
+  Effect.withSpan(task, SPAN.task, spanOptions({ [ATTR.conversationId]: deps.conversationId })))

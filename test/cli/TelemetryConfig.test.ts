@@ -19,7 +19,7 @@ describe("telemetry from the environment", () => {
   it.effect("OTEL_EXPORTER_OTLP_ENDPOINT is a base: /v1/traces and (serve only) /v1/metrics; service name baton by default", () =>
     Effect.gen(function*() {
       const run = yield* telemetryConfig(traces).pipe(withEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://collector:4318/" }))
-      assert.deepInclude(run!, { serviceName: "baton", protocol: "http/json", tracesUrl: "http://collector:4318/v1/traces", metricsUrl: undefined, content: false })
+      assert.deepInclude(run!, { serviceName: "baton", protocol: "http/json", tracesUrl: "http://collector:4318/v1/traces", metricsUrl: undefined, content: false, shutdownTimeoutMs: 1000 })
       const served = yield* telemetryConfig(serve).pipe(withEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://collector:4318", OTEL_SERVICE_NAME: "team-baton" }))
       assert.deepInclude(served!, { serviceName: "team-baton", metricsUrl: "http://collector:4318/v1/metrics" })
       const noMetrics = yield* telemetryConfig(serve).pipe(withEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://collector:4318", OTEL_METRICS_EXPORTER: "none" }))

@@ -102,6 +102,8 @@ export const telemetryConfig = (options: { readonly metrics: boolean }): Effect.
       headers: Redacted.make(headers),
       tracesIntervalMs: yield* millis("OTEL_BSP_SCHEDULE_DELAY", 5_000),
       metricsIntervalMs: yield* millis("OTEL_METRIC_EXPORT_INTERVAL", 60_000),
+      // Shorter than the specification's 10 s: it bounds how long a command waits at exit for a collector that is down.
+      shutdownTimeoutMs: yield* millis("OTEL_EXPORTER_OTLP_TIMEOUT", 1_000),
       content: (yield* variable("BATON_OTEL_CONTENT")) === "1"
     } satisfies TelemetryConfig
   })

@@ -24,6 +24,8 @@ export interface OtlpOptions {
   readonly headers: Redacted.Redacted<Record<string, string>>
   readonly tracesIntervalMs: number
   readonly metricsIntervalMs: number
+  /** How long the last export may take as the program ends (a collector that is down must not hold up an exit). */
+  readonly shutdownTimeoutMs: number
   /** Prompts, model output, tool arguments and results go with the spans. */
   readonly content: boolean
 }
@@ -34,10 +36,10 @@ export const layer = (options: OtlpOptions): Layer.Layer<never> => {
   const headers = Redacted.value(options.headers)
   const traces = options.tracesUrl === undefined
     ? Layer.empty
-    : OtlpTracer.layer({ url: options.tracesUrl, resource, headers, exportInterval: options.tracesIntervalMs, shutdownTimeout: 3_000 })
+    : OtlpTracer.layer({ url: options.tracesUrl, resource, headers, exportInterval: options.tracesIntervalMs, shutdownTimeout: options.shutdownTimeoutMs })
   const metrics = options.metricsUrl === undefined
     ? Layer.empty
-    : OtlpMetrics.layer({ url: options.metricsUrl, resource, headers, exportInterval: options.metricsIntervalMs, shutdownTimeout: 3_000 })
+    : OtlpMetrics.layer({ url: options.metricsUrl, resource, headers, exportInterval: options.metricsIntervalMs, shutdownTimeout: options.shutdownTimeoutMs })
   const settings = Layer.succeed(Telemetry, {
     tracing: options.tracesUrl !== undefined,
     metrics: options.metricsUrl !== undefined,

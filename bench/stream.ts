@@ -12,6 +12,7 @@ import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { type Measured, measure, median, tempDir } from "./support/Child.js"
 import * as LoopbackModel from "./support/LoopbackModel.js"
+import * as OtlpSink from "./support/OtlpSink.js"
 import type { Row } from "./support/Table.js"
 
 const root = Path.join(import.meta.dirname, "..")
@@ -41,13 +42,13 @@ const loopback = (options: Omit<LoopbackModel.LoopbackOptions, "wire" | "onReque
   )
 
 /** `baton run` in a fresh home and workspace; fails unless it exits 0 having printed the whole answer. */
-const batonRun = (model: Model, args: ReadonlyArray<string>, workspace?: string) =>
+const batonRun = (model: Model, args: ReadonlyArray<string>, workspace?: string, extraEnv: Record<string, string> = {}) =>
   Effect.promise(async () => {
     const home = tempDir("home")
     const cwd = workspace ?? tempDir("ws")
     const before = model.requests.length
     const run = await measure([bin, "run", ...args, "-w", cwd, "hi"], {
-      env: { BATON_HOME: home, BATON_PROVIDER: "openai-chat", BATON_MODEL: "bench", BATON_BASE_URL: model.model.baseUrl },
+      env: { BATON_HOME: home, BATON_PROVIDER: "openai-chat", BATON_MODEL: "bench", BATON_BASE_URL: model.model.baseUrl, ...extraEnv },
       keepStdout: true
     })
     Fs.rmSync(home, { recursive: true, force: true })
@@ -87,6 +88,15 @@ export const streamRows = Effect.gen(function*() {
   const first = median(answeredOnce.map((s) => s.firstRequestMs))
   const nodeWall = medianOf(nodeFloor, (m) => m.wallMs)
 
+  // The same with every span exported (OTEL_EXPORTER_OTLP_ENDPOINT set): what tracing costs per chunk.
+  const sink = yield* Effect.acquireRelease(Effect.promise(OtlpSink.start), (s) => Effect.promise(s.close))
+  const otel = { OTEL_EXPORTER_OTLP_ENDPOINT: sink.url }
+  const tracedMany = yield* times(3, batonRun(many, ["--json"], undefined, otel))
+  const tracedOnce = yield* times(3, batonRun(one, ["--json"], undefined, otel))
+  const tracedCpu = medianOf(tracedMany.map((s) => s.run), (m) => m.cpuMs)
+  const tracedMarginalUs = ((tracedCpu - medianOf(tracedOnce.map((s) => s.run), (m) => m.cpuMs)) * 1000) / DELTAS
+  if (sink.bytes() === 0) return yield* Effect.dieMessage("nothing was exported with OTEL_EXPORTER_OTLP_ENDPOINT set")
+
   // The tool task: the model asks to read a file, then answers.
   const tool = yield* loopback({ deltas: ["The file says hello."], toolCall: { name: "Read", arguments: JSON.stringify({ file_path: "notes.txt" }) } })
   const workspace = tempDir("tool-ws")
@@ -114,6 +124,13 @@ export const streamRows = Effect.gen(function*() {
       target: "≤ 60 µs",
       met: marginalUs <= 60,
       note: "(CPU 5,000 deltas − CPU 1 delta) ÷ 5,000"
+    },
+    {
+      figure: "stream-5000 CPU per chunk (marginal), spans exported over OTLP",
+      value: tracedMarginalUs,
+      unit: "µs",
+      floor: { value: marginalUs, label: "no OTEL variable" },
+      note: "OTEL_EXPORTER_OTLP_ENDPOINT to a loopback receiver: one commit span a chunk"
     },
     { figure: "stream-5000 peak RSS", value: medianOf(streamed.map((s) => s.run), (m) => m.maxRssMb), unit: "MB" },
     {

@@ -22,6 +22,8 @@ describe("telemetry from the environment", () => {
       assert.deepInclude(run!, { serviceName: "baton", protocol: "http/json", tracesUrl: "http://collector:4318/v1/traces", metricsUrl: undefined, content: false, shutdownTimeoutMs: 1000 })
       const served = yield* telemetryConfig(serve).pipe(withEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://collector:4318", OTEL_SERVICE_NAME: "team-baton" }))
       assert.deepInclude(served!, { serviceName: "team-baton", metricsUrl: "http://collector:4318/v1/metrics" })
+      const named = yield* telemetryConfig(traces).pipe(withEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://c:4318", OTEL_RESOURCE_ATTRIBUTES: "team=a, service.name = from-attrs" }))
+      assert.strictEqual(named!.serviceName, "from-attrs")
       const noMetrics = yield* telemetryConfig(serve).pipe(withEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://collector:4318", OTEL_METRICS_EXPORTER: "none" }))
       assert.isUndefined(noMetrics!.metricsUrl)
     }))

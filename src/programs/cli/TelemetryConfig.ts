@@ -95,7 +95,9 @@ export const telemetryConfig = (options: { readonly metrics: boolean }): Effect.
     if (traces === undefined && metrics === undefined) return undefined
     const headers = yield* headerList("OTEL_EXPORTER_OTLP_HEADERS", yield* variable("OTEL_EXPORTER_OTLP_HEADERS"))
     return {
-      serviceName: (yield* variable("OTEL_SERVICE_NAME")) ?? "baton",
+      // The specification's order: OTEL_SERVICE_NAME, then a service.name in OTEL_RESOURCE_ATTRIBUTES, then ours.
+      serviceName: (yield* variable("OTEL_SERVICE_NAME")) ??
+        /(?:^|,)\s*service\.name\s*=\s*([^,]+)/.exec((yield* variable("OTEL_RESOURCE_ATTRIBUTES")) ?? "")?.[1]?.trim() ?? "baton",
       protocol: yield* protocolOf("OTEL_EXPORTER_OTLP_PROTOCOL", yield* variable("OTEL_EXPORTER_OTLP_PROTOCOL")),
       tracesUrl: traces,
       metricsUrl: metrics,

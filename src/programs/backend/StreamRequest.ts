@@ -27,11 +27,34 @@ const errorType = <E>(exit: Exit.Exit<unknown, E>): string | undefined => {
 }
 
 /**
+ * `self` as one model request: the `chat MODEL` span (the GenAI conventions) and its duration
+ * measured. Every model request goes through here: the run's and compaction's (streamRequest), the
+ * title's.
+ */
+export const modelCall = (provider: Provider["Type"], request: ProviderRequest) =>
+<A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+  Effect.gen(function*() {
+    const { content } = yield* Telemetry
+    const model = request.model ?? provider.info?.model ?? "unknown"
+    const tags: RequestTags = { provider: provider.info?.name ?? "unknown", model }
+    const started = yield* Clock.currentTimeMillis
+    return yield* self.pipe(
+      Effect.withSpan(SPAN.chat(model), spanOptions({
+        [ATTR.operation]: "chat",
+        [ATTR.provider]: tags.provider,
+        [ATTR.requestModel]: model,
+        ...(content ? { [ATTR.systemInstructions]: request.system, [ATTR.inputMessages]: JSON.stringify(request.history) } : {})
+      }, "client")),
+      Effect.onExit((exit) =>
+        Exit.isInterrupted(exit) ? Effect.void : Effect.flatMap(Clock.currentTimeMillis, (now) => recordRequest(tags, (now - started) / 1000, errorType(exit))))
+    )
+  })
+
+/**
  * One model request, as a fold of the provider's stream through the pure assembler: `emit` gets the
  * assembly and the items of each provider chunk (the events one network read produced) once, so a
  * run commits per read, never per event. Ends with the closed assembly, whose events the caller
- * emits (the run holds the usage back for its request_end). Shared by the run and compaction, so
- * every model request is one `chat MODEL` span (the GenAI conventions) and one duration measured.
+ * emits (the run holds the usage back for its request_end). Shared by the run and compaction.
  */
 export const streamRequest = Effect.fn("Run.streamRequest")(function*(
   provider: Provider["Type"],
@@ -40,9 +63,7 @@ export const streamRequest = Effect.fn("Run.streamRequest")(function*(
 ) {
   const { content } = yield* Telemetry
   const model = request.model ?? provider.info?.model ?? "unknown"
-  const tags: RequestTags = { provider: provider.info?.name ?? "unknown", model }
-  const started = yield* Clock.currentTimeMillis
-  const chat = Effect.gen(function*() {
+  return yield* Effect.gen(function*() {
     const assembly = yield* provider.stream(request).pipe(
       Stream.chunks,
       Stream.runFoldEffect(emptyAssembly, (assembly, events) => {
@@ -52,17 +73,9 @@ export const streamRequest = Effect.fn("Run.streamRequest")(function*(
     )
     const ended = end(assembly)
     yield* annotateEnded(ended, model, content)
-    if (ended.assembly.usage !== undefined) yield* recordUsage(tags, ended.assembly.usage)
+    if (ended.assembly.usage !== undefined) {
+      yield* recordUsage({ provider: provider.info?.name ?? "unknown", model }, ended.assembly.usage)
+    }
     return ended
-  })
-  return yield* chat.pipe(
-    Effect.withSpan(SPAN.chat(model), spanOptions({
-      [ATTR.operation]: "chat",
-      [ATTR.provider]: tags.provider,
-      [ATTR.requestModel]: model,
-      ...(content ? { [ATTR.systemInstructions]: request.system, [ATTR.inputMessages]: JSON.stringify(request.history) } : {})
-    }, "client")),
-    Effect.onExit((exit) =>
-      Exit.isInterrupted(exit) ? Effect.void : Effect.flatMap(Clock.currentTimeMillis, (now) => recordRequest(tags, (now - started) / 1000, errorType(exit))))
-  )
+  }).pipe(modelCall(provider, request))
 })

@@ -5,12 +5,12 @@ import { Context, Data, Deferred, Effect, Exit, FiberId, FiberMap, Layer, Option
 import * as Http from "node:http"
 import type { ConversationSettingsInput } from "../../domain/Conversation.js"
 import type { Chunk } from "../../domain/Events.js"
+import { noParentSpan } from "../../domain/Telemetry.js"
 import { Backend } from "../../services/Backend.js"
 import { BatonApi } from "../../services/backend/HttpApi.js"
 import { DEFAULT_MAX_BODY_BYTES, gateLayer, isLoopbackHost } from "./Auth.js"
 import { handlersLayer } from "./Handlers.js"
 import type { StreamEnd } from "./Sse.js"
-import { noParentSpan } from "../../domain/Telemetry.js"
 import { realClock } from "../../services/RealClock.js"
 
 /**

@@ -158,6 +158,8 @@ describe("OpenTelemetry (built CLI, loopback OTLP receiver)", () => {
       const failed = runs.at(-1)!
       assert.strictEqual(failed.status.code, 2, "a run that stopped with auth is an error")
       assert.strictEqual(failed.attributes["error.type"], "ProviderAuth")
+      const tasks = named(collector.spans(), "baton.task")
+      assert.deepStrictEqual(tasks.map((t) => t.status.code), [1, 2], "…and so is its task")
       assertNoSecrets(collector.bodies())
     }))
 

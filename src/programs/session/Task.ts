@@ -7,7 +7,7 @@ import type { InputMessage, ToolCall, ToolReturn, UserMessage } from "../../doma
 import type { ThinkingLevel } from "../../domain/ProviderEvent.js"
 import { type Budgets, turnBudgets } from "../../domain/Recovery.js"
 import { retry } from "../../domain/RecoverySchedule.js"
-import { ATTR, SPAN, spanOptions } from "../../domain/Telemetry.js"
+import { ATTR, SPAN, spanOptions, withOutcomeSpan } from "../../domain/Telemetry.js"
 import { STALE_APPROVAL_REASON, steeringText, turnAbortedText } from "../../domain/Tags.js"
 import type { Backend } from "../../services/Backend.js"
 import { followRun, pendingCalls } from "./Resume.js"
@@ -220,5 +220,11 @@ export const runTask = Effect.fn("Task.run")(function*(deps: TaskDeps, prompt: R
   if (ending.carryOver !== undefined) yield* deps.backend.cancel(deps.conversationId, ending.carryOver)
   if (ending.maxTurns) yield* deps.emit([{ type: "stop_reason", reason: "max_turns" }])
 }, (task, deps) =>
-  // Not annotateSpans for the ids: every span under the task (one per commit among them) would pay for them.
-  Effect.withSpan(task, SPAN.task, spanOptions({ [ATTR.conversationId]: deps.conversationId })))
+  // Failed when its last run stopped with an error. Not annotateSpans for the ids: every span under
+  // the task (one per commit among them) would pay for them.
+  withOutcomeSpan(
+    task,
+    SPAN.task,
+    spanOptions({ [ATTR.conversationId]: deps.conversationId }),
+    () => Effect.map(Ref.get(deps.progress), (progress) => Option.fromNullable(progress.lastError))
+  ))

@@ -1,4 +1,4 @@
-import type { Chunk } from "../../domain/Events.js"
+import type { Chunk, ErrorInfo } from "../../domain/Events.js"
 import type { RunId } from "../../domain/Ids.js"
 import type { InputMessage, ToolReturn } from "../../domain/Messages.js"
 
@@ -18,6 +18,8 @@ export interface TaskProgress {
   readonly unsent: ReadonlyArray<ToolReturn>
   /** The current request is a compaction's: a tool call it streams is a stray, never run. */
   readonly compacting: boolean
+  /** What the last stop_reason said went wrong, if anything (the task's span reports it). */
+  readonly lastError: ErrorInfo | undefined
 }
 
 export const initial: TaskProgress = {
@@ -26,7 +28,8 @@ export const initial: TaskProgress = {
   modelComplete: true,
   partialText: "",
   unsent: [],
-  compacting: false
+  compacting: false,
+  lastError: undefined
 }
 
 /** A run is about to send `input`: its tool results are unsent until the run's first chunk. */
@@ -51,5 +54,6 @@ export const step = (progress: TaskProgress, chunk: Chunk): TaskProgress => ({
     ? false
     : (chunk.type === "request_end" && chunk.status === "ok") || chunk.type === "stop_reason"
     ? true
-    : progress.modelComplete
+    : progress.modelComplete,
+  lastError: chunk.type === "stop_reason" ? chunk.error : progress.lastError
 })

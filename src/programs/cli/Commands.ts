@@ -5,14 +5,16 @@ import * as Path from "node:path"
 import { ConfigError } from "../../domain/Errors.js"
 import type { Provider } from "../../services/Provider.js"
 import { type CommonArgs, noCommonArgs } from "./CommonArgs.js"
-import { freshEnv, resolveEnv, serverToken, storeEnv, storeLabel } from "./Env.js"
+import { conversationSettings, freshEnv, maxTurns, providerSettings, resolveEnv, serverToken, storeEnv, storeLabel } from "./Env.js"
 import { nodeIo } from "./Io.js"
+import type { AppEnv } from "./Env.js"
 import * as Layers from "./Layers.js"
 import { listMcpServers } from "./McpCommand.js"
 import { recordedTask } from "./ReplayCommand.js"
 import { runTask } from "./RunCommand.js"
 import { parseConversationId } from "./SelectConversation.js"
 import type { ServeCommandOptions } from "./ServeCommand.js"
+import type { WebCommandOptions } from "./WebCommand.js"
 import { exportSession, listSessions, showSession } from "./SessionsCommand.js"
 
 /**
@@ -29,6 +31,7 @@ import { exportSession, listSessions, showSession } from "./SessionsCommand.js"
 const chatCommand = Effect.promise(() => import("./ChatCommand.js"))
 const demoCommand = Effect.promise(() => import("./DemoCommand.js"))
 const serveCommand = Effect.promise(() => import("./ServeCommand.js"))
+const webCommand = Effect.promise(() => import("./WebCommand.js"))
 
 /**
  * The prompt from its words, or stdin for `-`. A word that looks like an option is refused: the
@@ -98,6 +101,32 @@ export const serve = Effect.fn("Commands.serve")(function*(args: CommonArgs, opt
   })
   const { serve: serveProgram } = yield* serveCommand
   return yield* serveProgram(io, { model: model.describe, store: storeLabel(env), token: token !== undefined }).pipe(Effect.provide(server))
+})
+
+/** Names the credentials the model calls use, for the page's auth lock (never the key itself). */
+const credentialsLabel = (env: AppEnv) =>
+  env.args.server !== undefined
+    ? Effect.succeed(`the credentials of the server at ${env.args.server}`)
+    : Effect.map(providerSettings(env), (settings) =>
+      settings.kind === "replay"
+        ? "the recording's credentials"
+        : `the API key for ${settings.kind} at ${new URL(settings.live.baseUrl).origin} (BATON_API_KEY or the vendor's variable)`)
+
+export const web = Effect.fn("Commands.web")(function*(args: CommonArgs, options: WebCommandOptions) {
+  const io = nodeIo()
+  const env = yield* resolveEnv(args, io.cwd())
+  const model = yield* Layers.model(env)
+  const layer = Layers.web(env, model.layer, {
+    rules: env.settings.rules,
+    settings: conversationSettings(env),
+    maxTurns: maxTurns(env),
+    credentials: yield* credentialsLabel(env),
+    host: options.host,
+    port: options.port,
+    token: options.token
+  })
+  const { web: webProgram } = yield* webCommand
+  return yield* webProgram(io, { model: model.describe, workspace: env.workspace, token: options.token !== undefined }).pipe(Effect.provide(layer))
 })
 
 export const mcpList = Effect.fn("Commands.mcpList")(function*(args: CommonArgs, options: { readonly json: boolean }) {

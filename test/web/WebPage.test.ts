@@ -30,15 +30,25 @@ let web: Effect.Effect.Success<ReturnType<typeof startWeb>>
 let workspace: string
 let home: string
 
+/** A 503 as Anthropic sends it when overloaded, with the wait it asks for. */
+const overloaded = () =>
+  Reply.status(503, {
+    headers: { "retry-after": "20" },
+    body: JSON.stringify({ type: "error", error: { type: "overloaded_error", message: "Overloaded" } })
+  })
+
 const message = (page: Page) => page.getByRole("textbox", { name: "Message" })
 const button = (page: Page, name: string) => page.getByRole("button", { name, exact: true })
 
 const newConversation = async (page: Page) => {
   await page.goto(web.url)
-  const before = page.url()
-  await button(page, "New conversation").click()
-  await page.waitForURL((url) => url.hash.startsWith("#conv-") && url.toString() !== before)
-  return new URL(page.url()).hash.slice(1)
+  const [created] = await Promise.all([
+    page.waitForResponse((r) => r.request().method() === "POST" && new URL(r.url()).pathname === "/api/conversations"),
+    button(page, "New conversation").click()
+  ])
+  const { conversation } = (await created.json()) as { readonly conversation: { readonly id: string } }
+  await page.waitForURL((url) => url.hash === `#${conversation.id}`)
+  return conversation.id
 }
 
 const send = async (page: Page, text: string) => {
@@ -104,6 +114,88 @@ describe.skipIf(!haveChromium)("baton web in Chromium", () => {
     await page.screenshot({ path: shot })
     assert.isTrue(Fs.statSync(shot).size > 10_000)
     if (process.env["BATON_UPDATE_SCREENSHOT"] !== undefined) Fs.copyFileSync(shot, Path.join(ROOT, "docs", "web-page.png"))
+    await page.close()
+  })
+
+  it("streams as it arrives; a reload restores the transcript and re-joins the running task with its pending question; two tabs, the first answer wins", async () => {
+    await inScope(model.enqueue(Reply.text("First answer.")))
+    const tabA = await browser.newPage()
+    const id = await newConversation(tabA)
+    await send(tabA, "first")
+    await tabA.getByText("First answer.").waitFor()
+    let release = () => {}
+    const held = new Promise<void>((resolve) => (release = resolve))
+    // message_start, content_block_start, the first text delta; the rest waits for `held`.
+    await inScope(model.enqueue(
+      Reply.scenario({ text: ["Let me ", "list it."], toolCalls: [{ id: "call_ls", name: "LS", args: {} }] }, { writes: [{ events: 3 }, { events: 100, after: held }] }),
+      Reply.text("Listed.")
+    ))
+    await send(tabA, "second")
+    await tabA.getByText("Let me", { exact: true }).waitFor()
+    await button(tabA, "Steer").waitFor()
+    await button(tabA, "Stop").waitFor()
+    await tabA.reload()
+    // The history up to the task, then the task from its start, mid-stream.
+    await tabA.getByText("First answer.").waitFor()
+    await tabA.getByText("Let me", { exact: true }).waitFor()
+    await button(tabA, "Steer").waitFor()
+    release()
+    await button(tabA, "Allow").waitFor()
+    await tabA.reload()
+    await button(tabA, "Allow").waitFor()
+    assert.include(await tabA.locator("#transcript").textContent(), "Let me list it.")
+    const tabB = await browser.newPage()
+    await tabB.goto(`${web.url}#${id}`)
+    await button(tabB, "Allow").click()
+    await tabA.locator("[data-call=call_ls]").getByText("allowed by you").waitFor()
+    assert.strictEqual(await button(tabA, "Allow").count(), 0, "the other tab shows the question answered")
+    const late = await fetch(`${web.origin}/api/conversations/${id}/approvals/call_ls`, {
+      method: "POST",
+      headers: { origin: web.origin, "content-type": "application/json" },
+      body: JSON.stringify({ decision: "deny" })
+    })
+    assert.strictEqual(late.status, 409, "a second answer is refused")
+    await tabA.getByText("Listed.").waitFor()
+    await tabB.getByText("Listed.").waitFor()
+    await button(tabB, "Send").waitFor()
+    assert.strictEqual(await tabB.locator("[data-call=call_ls] .result .status-success").count(), 1)
+    await tabA.close()
+    await tabB.close()
+  })
+
+  it("a 503's countdown cut short by Retry now (before the announced delay, same attempt count); another abandoned with Abandon", async () => {
+    await inScope(model.enqueue(overloaded(), Reply.text("Recovered.")))
+    const page = await browser.newPage()
+    const id = await newConversation(page)
+    const before = (await inScope(model.requests)).length
+    await send(page, "try")
+    const timer = page.getByRole("timer")
+    await timer.getByText(/retrying in 20 s/).waitFor()
+    // It counts down live.
+    await timer.getByText(/retrying in 1[0-9] s/).waitFor({ timeout: 5_000 })
+    await button(page, "Retry now").click()
+    await page.getByText("Recovered.").waitFor()
+    assert.strictEqual(await timer.count(), 0)
+    const requests = (await inScope(model.requests)).slice(before)
+    assert.strictEqual(requests.length, 2)
+    const waited = requests[1]!.receivedAt - requests[0]!.receivedAt
+    const snapshot = (await (await fetch(`${web.origin}/api/conversations/${id}`)).json()) as {
+      readonly items: ReadonlyArray<{ readonly type: string; readonly status?: string; readonly retry_in_ms?: number; readonly attempt?: number }>
+    }
+    const announced = snapshot.items.find((i) => i.type === "request_end" && i.status === "retrying")?.retry_in_ms
+    assert.strictEqual(announced, 20_000)
+    assert.isBelow(waited, 15_000, "the retry came before the announced delay")
+    assert.deepStrictEqual(snapshot.items.filter((i) => i.type === "request_begin").map((i) => i.attempt), [0, 1], "the count is unchanged")
+
+    await inScope(model.enqueue(overloaded()))
+    await send(page, "again")
+    await timer.getByText(/retrying in/).waitFor()
+    await button(page, "Abandon").click()
+    await page.getByText("stopped", { exact: true }).waitFor()
+    await button(page, "Send").waitFor()
+    assert.strictEqual(await button(page, "Stop").isHidden(), true)
+    assert.strictEqual(await timer.count(), 0)
+    assert.strictEqual((await inScope(model.requests)).length, before + 3, "abandoned: no retry was sent")
     await page.close()
   })
 })

@@ -99,12 +99,12 @@ const sumUsage = (items: ReadonlyArray<StoredItem>, from: UsageTotals): UsageTot
 
 const noUsage: UsageTotals = { input_tokens: 0, output_tokens: 0, total_tokens: 0, requests: 0 }
 
-/** Every request's token_usage the conversation recorded, page by page. */
-const usageTotals = (backend: Backend["Type"], id: ConversationId) =>
+/** Every request's token_usage the conversation recorded before `before` (a position), page by page. */
+const usageTotals = (backend: Backend["Type"], id: ConversationId, before: number | undefined) =>
   Effect.iterate({ after: 0, usage: noUsage, done: false }, {
     while: (s) => !s.done,
     body: (s) =>
-      Effect.map(backend.history(id, { after: s.after, limit: HISTORY_PAGE }), (items) => ({
+      Effect.map(backend.history(id, { after: s.after, limit: HISTORY_PAGE, ...(before !== undefined ? { before } : {}) }), (items) => ({
         after: items.at(-1)?.position ?? s.after,
         usage: sumUsage(items, s.usage),
         done: items.length < HISTORY_PAGE
@@ -234,7 +234,8 @@ export const make = Effect.fn("WebHost.make")(function*(options: HostOptions) {
         return {
           conversation: { id: conversation.id, ...(conversation.title !== undefined ? { title: conversation.title } : {}) },
           items: shown(items),
-          usage: yield* usageTotals(backend, id),
+          // The running task's usage arrives with its events.
+          usage: yield* usageTotals(backend, id, s.running ? from.position + 1 : undefined),
           after: s.running ? Math.min(from.after, end) : end,
           epoch,
           state: { running: s.running, lock: s.lock }

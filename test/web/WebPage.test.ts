@@ -1,5 +1,6 @@
 import { Effect, Exit, Scope } from "effect"
 import * as Fs from "node:fs"
+import * as Http from "node:http"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import { type BrowserContext, chromium, type Page } from "playwright-core"
@@ -72,7 +73,6 @@ beforeAll(async () => {
   browser.setDefaultTimeout(10_000)
   browser.on("page", (page) => {
     page.on("pageerror", (error) => console.error(`page error: ${error.message}`))
-    page.on("console", (m) => (m.type() === "error" ? console.error(`page console: ${m.text()}`) : undefined))
   })
 })
 
@@ -197,5 +197,62 @@ describe.skipIf(!haveChromium)("baton web in Chromium", () => {
     assert.strictEqual(await timer.count(), 0)
     assert.strictEqual((await inScope(model.requests)).length, before + 3, "abandoned: no retry was sent")
     await page.close()
+  })
+
+  it("a 401 locks the Message box, names the credentials and offers Retry; it unlocks by itself once the host has new credentials", async () => {
+    const port = 0
+    const env = (key: string) => ({ ...model.childEnv("anthropic"), BATON_API_KEY: key })
+    const authHome = Path.join(tmp, "auth-home")
+    const rejected = () =>
+      Reply.status(401, { body: JSON.stringify({ type: "error", error: { type: "authentication_error", message: "invalid x-api-key" } }) })
+    await inScope(model.enqueue(rejected(), rejected()))
+    const first = await inScope(startWeb(["--port", String(port), "-w", workspace, "--home", authHome], env("sk-rejected")))
+    const page = await browser.newPage()
+    await page.goto(first.url)
+    await button(page, "New conversation").click()
+    await send(page, "hello")
+    await button(page, "Retry").waitFor()
+    assert.isTrue(await message(page).isDisabled(), "the Message box is locked")
+    assert.isTrue(await button(page, "Send").isDisabled())
+    const banner = await page.locator("#banner").textContent()
+    assert.include(banner, `the API key for anthropic at ${model.url}`)
+    assert.include(banner, "invalid x-api-key")
+    const before = (await inScope(model.requests)).length
+    await button(page, "Retry").click()
+    await inScope(model.awaitRequests(before + 1))
+    await page.getByText("stopped: auth", { exact: false }).nth(1).waitFor()
+    await button(page, "Retry").waitFor()
+    assert.isTrue(await message(page).isDisabled(), "refused again: still locked")
+    // New credentials: the host restarts with them on the same address; the page reconnects by itself.
+    await Effect.runPromise(first.stop)
+    await inScope(startWeb(["--port", new URL(first.origin).port, "-w", workspace, "--home", authHome], env("sk-accepted")))
+    await page.locator("#message:enabled").waitFor({ timeout: 15_000 })
+    assert.strictEqual(await button(page, "Retry").count(), 0)
+    await inScope(model.enqueue(Reply.text("Authorized now.")))
+    await send(page, "hello again")
+    await page.getByText("Authorized now.").waitFor()
+    const last = (await inScope(model.requests)).at(-1)!
+    assert.strictEqual(last.headers["x-api-key"], "sk-accepted")
+    await page.close()
+  })
+
+  it("a cross-origin POST from another page is refused (403) and changes nothing", async () => {
+    const other = Http.createServer((_req, res) => res.end("<!doctype html><title>another site</title>"))
+    await new Promise<void>((resolve) => other.listen(0, "127.0.0.1", resolve))
+    try {
+      const list = async () => ((await (await fetch(`${web.origin}/api/conversations`)).json()) as { conversations: ReadonlyArray<unknown> }).conversations.length
+      const count = await list()
+      const page = await browser.newPage()
+      await page.goto(`http://127.0.0.1:${(other.address() as { port: number }).port}/`)
+      const [refused] = await Promise.all([
+        page.waitForResponse((r) => r.url() === `${web.origin}/api/conversations`),
+        page.evaluate((url) => fetch(url, { method: "POST", mode: "no-cors", body: "{}" }).catch(() => undefined), `${web.origin}/api/conversations`)
+      ])
+      assert.strictEqual(refused.status(), 403)
+      assert.strictEqual(await list(), count, "nothing was created")
+      await page.close()
+    } finally {
+      other.close()
+    }
   })
 })

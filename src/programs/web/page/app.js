@@ -132,6 +132,15 @@ const setArgs = (card, name, raw) => {
 const answer = (id, decision) =>
   api("POST", `/api/conversations/${view.id}/approvals/${encodeURIComponent(id)}`, { decision }).catch((e) => notice(e.message, "error"))
 
+/** Questions still open when their task ends are closed, so no button offers to answer them. */
+const closeQuestions = (why) => {
+  for (const card of view.calls.values()) {
+    if (card.decided || card.approval.querySelector("button") === null) continue
+    card.decided = true
+    card.approval.replaceChildren(el("div", { class: "decided" }, why))
+  }
+}
+
 const steeringText = (text) => /^\[user_steering\]([\s\S]*)\[\/user_steering\]$/.exec(text.trim())?.[1]?.trim()
 
 /** One event of the transcript, from the history or live. */
@@ -219,10 +228,12 @@ const show = (e) => {
       break
     case "stop_reason":
       clearWait()
+      if (e.reason !== "requires_approval") closeQuestions("not answered: the task ended")
       if (e.reason !== "end_turn" && e.reason !== "requires_approval") notice(`stopped: ${e.reason}${e.error ? ` — ${e.error.message}` : ""}`, e.reason === "cancelled" ? "note" : "error")
       break
     case "abort":
       clearWait()
+      closeQuestions("not answered: the task stopped")
       notice("stopped")
       break
     case "summary_message":

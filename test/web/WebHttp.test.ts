@@ -3,7 +3,7 @@ import { Effect } from "effect"
 import * as Fs from "node:fs"
 import * as Http from "node:http"
 import * as Path from "node:path"
-import { cliDirs, runCli } from "../support/cliProcess.js"
+import { cliDirs, runCli, startServe } from "../support/cliProcess.js"
 import * as MockModelServer from "../support/MockModelServer.js"
 import { Reply } from "../support/MockModelServer.js"
 import { startWeb } from "../support/webProcess.js"
@@ -28,7 +28,23 @@ const request = (url: string, options: { readonly method?: string; readonly head
 
 const json = { "content-type": "application/json" }
 
-describe("baton web: who may use it (built CLI, plain HTTP)", () => {
+/** Reads a conversation's event stream from `after` until its text contains `until`. */
+const readEvents = (url: string, until: string) =>
+  Effect.async<string>((resume) => {
+    let text = ""
+    const req = Http.get(url, (res) => {
+      res.setEncoding("utf8").on("data", (c: string) => {
+        text += c
+        if (text.includes(until)) {
+          req.destroy()
+          resume(Effect.succeed(text))
+        }
+      })
+    })
+    return Effect.sync(() => req.destroy())
+  })
+
+describe("baton web over plain HTTP (built CLI): who may use it, approvals with no page, --server", () => {
   it.scopedLive("loopback: a foreign Host (DNS rebinding) and a state-changing request from another origin, or none, are refused with 403", () =>
     Effect.gen(function*() {
       const model = yield* MockModelServer.make()
@@ -102,36 +118,37 @@ describe("baton web: who may use it (built CLI, plain HTTP)", () => {
       assert.strictEqual(busy.status, 400)
       assert.include(busy.body, "already running")
       // Follow the log (no page): the question arrives and stays open.
-      const events = yield* Effect.async<string>((resume) => {
-        let text = ""
-        const req = Http.get(`${base}/events?after=0`, (res) => {
-          res.setEncoding("utf8").on("data", (c: string) => {
-            text += c
-            if (text.includes('"approval_request"')) {
-              req.destroy()
-              resume(Effect.succeed(text))
-            }
-          })
-        })
-      })
+      const events = yield* readEvents(`${base}/events?after=0`, '"approval_request"')
       assert.include(events, '"tool_call_id":"call_w"')
       assert.notInclude(events, "approval_decision")
       assert.isFalse(Fs.existsSync(Path.join(dirs.workspace, "new.txt")))
       assert.strictEqual((yield* request(`${base}/approvals/call_w`, { method: "POST", headers, body: JSON.stringify({ decision: "deny" }) })).status, 200)
-      const done = yield* Effect.async<string>((resume) => {
-        let text = ""
-        const req = Http.get(`${base}/events?after=0`, (res) => {
-          res.setEncoding("utf8").on("data", (c: string) => {
-            text += c
-            if (text.includes('"running":false')) {
-              req.destroy()
-              resume(Effect.succeed(text))
-            }
-          })
-        })
-      })
+      const done = yield* readEvents(`${base}/events?after=0`, '"running":false')
       assert.include(done, '"decision":"deny","source":"user"')
       assert.include(done, "Not written.")
       assert.isFalse(Fs.existsSync(Path.join(dirs.workspace, "new.txt")))
+    }))
+
+  it.scopedLive("over --server: the conversation lives in the server's home, the tools run in the web host's workspace", () =>
+    Effect.gen(function*() {
+      const model = yield* MockModelServer.make({
+        replies: [Reply.toolCalls([{ id: "call_r", name: "Read", args: { file_path: "a.txt" } }]), Reply.text("It says alpha.")]
+      })
+      const dirs = yield* cliDirs
+      Fs.writeFileSync(Path.join(dirs.workspace, "a.txt"), "alpha\n")
+      const serverHome = Path.join(dirs.root, "server-home")
+      const server = yield* startServe(["--home", serverHome], model.childEnv("anthropic"))
+      const web = yield* startWeb(["--port", "0", "--server", server.url, "-w", dirs.workspace, "--home", dirs.home], {})
+      const headers = { ...json, origin: web.origin }
+      const { conversation } = JSON.parse((yield* request(`${web.origin}/api/conversations`, { method: "POST", headers })).body)
+      const base = `${web.origin}/api/conversations/${conversation.id}`
+      yield* request(`${base}/tasks`, { method: "POST", headers, body: JSON.stringify({ prompt: "what is in a.txt?" }) })
+      yield* readEvents(`${base}/events?after=0`, '"approval_request"')
+      yield* request(`${base}/approvals/call_r`, { method: "POST", headers, body: JSON.stringify({ decision: "allow" }) })
+      const done = yield* readEvents(`${base}/events?after=0`, '"running":false')
+      assert.include(done, "It says alpha.")
+      assert.include(done, '"status":"success","content":"     1\\talpha"')
+      assert.isTrue(Fs.existsSync(Path.join(serverHome, "baton.db")))
+      assert.isFalse(Fs.existsSync(Path.join(dirs.home, "baton.db")), "the web host keeps no conversations of its own")
     }))
 })

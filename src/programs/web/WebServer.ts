@@ -15,7 +15,8 @@ import { isLoopbackHost } from "../server/Auth.js"
 import { makeGuard } from "./Guard.js"
 import { loadPage } from "./Page.js"
 import { resumeAfter } from "./TaskLog.js"
-import { type HostOptions, make as makeHost, type WebHost } from "./WebHost.js"
+import type { HostOptions } from "./Hosted.js"
+import { make as makeHost, type WebHost } from "./WebHost.js"
 
 export const DEFAULT_WEB_PORT = 8284
 

@@ -151,4 +151,27 @@ describe("baton web over plain HTTP (built CLI): who may use it, approvals with 
       assert.isTrue(Fs.existsSync(Path.join(serverHome, "baton.db")))
       assert.isFalse(Fs.existsSync(Path.join(dirs.home, "baton.db")), "the web host keeps no conversations of its own")
     }))
+
+  it.scopedLive("SIGTERM stops the host: a task waiting for its answer is interrupted and its carry-over recorded for the next task", () =>
+    Effect.gen(function*() {
+      const model = yield* MockModelServer.make({
+        replies: [Reply.toolCalls([{ id: "call_x", name: "Bash", args: { command: "touch ran.txt" } }]), Reply.text("Understood.")]
+      })
+      const dirs = yield* cliDirs
+      const web = yield* startWeb(["--port", "0", "-w", dirs.workspace, "--home", dirs.home], model.childEnv("anthropic"))
+      const headers = { ...json, origin: web.origin }
+      const { conversation } = JSON.parse((yield* request(`${web.origin}/api/conversations`, { method: "POST", headers })).body)
+      const base = `${web.origin}/api/conversations/${conversation.id}`
+      yield* request(`${base}/tasks`, { method: "POST", headers, body: JSON.stringify({ prompt: "touch ran.txt" }) })
+      yield* readEvents(`${base}/events?after=0`, '"approval_request"')
+      assert.strictEqual(yield* web.stop, 130)
+      assert.isFalse(Fs.existsSync(Path.join(dirs.workspace, "ran.txt")))
+      const next = yield* runCli(["run", "--json", "--conversation", conversation.id, "-w", dirs.workspace, "--home", dirs.home, "go on"], {
+        env: model.childEnv("anthropic")
+      })
+      assert.strictEqual(next.code, 0, next.stderr)
+      const sent = (yield* model.requests).at(-1)!.body
+      assert.include(sent, "[interrupted: tool aborted by user]")
+      assert.isFalse(Fs.existsSync(Path.join(dirs.workspace, "ran.txt")), "never run")
+    }))
 })

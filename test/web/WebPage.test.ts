@@ -83,7 +83,7 @@ afterAll(async () => {
 })
 
 describe.skipIf(!haveChromium)("baton web in Chromium", () => {
-  it("a tool task approved by clicking Allow: arguments, results, the edit's diff, reasoning collapsed, usage; a screenshot", async () => {
+  it("a tool task approved by clicking Allow: arguments, results, the edit's diff, reasoning collapsed, usage, a title; a screenshot", async () => {
     Fs.writeFileSync(Path.join(workspace, "a.txt"), "alpha\n")
     await inScope(model.enqueue(
       Reply.toolCalls([{ id: "call_read", name: "Read", args: { file_path: "a.txt" } }]),
@@ -110,6 +110,10 @@ describe.skipIf(!haveChromium)("baton web in Chromium", () => {
     assert.include(await reasoning.textContent(), "The file says alpha")
     assert.match(await page.getByLabel("Token usage").textContent() ?? "", /this task: 45 tokens · conversation: 45 tokens in 3 requests/)
     await button(page, "Send").waitFor()
+    await inScope(model.enqueue(Reply.text("Alpha to beta in a.txt")))
+    await button(page, "Name it").click()
+    await page.getByRole("heading", { name: "Alpha to beta in a.txt" }).waitFor()
+    await page.getByRole("navigation", { name: "Conversations" }).getByRole("button", { name: "Alpha to beta in a.txt" }).waitFor()
     const shot = Path.join(tmp, "finished-task.png")
     await page.screenshot({ path: shot })
     assert.isTrue(Fs.statSync(shot).size > 10_000)

@@ -67,6 +67,8 @@ export interface Hosted {
   readonly unlock: Effect.Effect<void>
   readonly snapshot: Effect.Effect<Snapshot, BackendError>
   readonly backfill: Effect.Effect<ReadonlyArray<TaskEvent>, BackendError>
+  /** One model call, stored as the conversation's title. */
+  readonly generateTitle: Effect.Effect<string, BackendError>
 }
 
 const HISTORY_PAGE = 1000
@@ -221,7 +223,8 @@ export const make = Effect.fn("Hosted.make")(function*(deps: {
         state: { running: s.running, lock: s.lock }
       } satisfies Snapshot
     }).pipe(Effect.withSpan("Hosted.snapshot")),
-    backfill: Effect.map(session.backfill, shown)
+    backfill: Effect.map(session.backfill, shown),
+    generateTitle: session.generateTitle
   }
   return hosted
 })

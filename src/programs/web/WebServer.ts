@@ -145,6 +145,7 @@ const routes = (web: WebHost, page: { readonly html: string; readonly script: st
         return ok({ queued: yield* hosted.steer(text) })
       })
     ),
+    HttpRouter.post("/api/conversations/:id/title", Effect.flatMap(hostedOf(web), (h) => Effect.map(h.generateTitle, (title) => ok({ title })))),
     HttpRouter.post("/api/conversations/:id/interrupt", Effect.flatMap(hostedOf(web), (h) => Effect.as(h.interrupt, ok()))),
     HttpRouter.post("/api/conversations/:id/skip-wait", Effect.flatMap(hostedOf(web), (h) => Effect.as(h.skipReconnectWait, ok()))),
     HttpRouter.post("/api/conversations/:id/retry", Effect.flatMap(hostedOf(web), (h) => Effect.as(h.retry, HttpServerResponse.unsafeJson({ ok: true }, { status: 202 }))))

@@ -266,12 +266,19 @@ const follow = (after) => {
   return source
 }
 
+const label = (c) => c.title ?? `Untitled · ${new Date(c.updated_at).toLocaleString([], { dateStyle: "short", timeStyle: "short" })}`
+
 const listConversations = async () => {
   const { conversations, workspace } = await api("GET", "/api/conversations")
   $("workspace").textContent = workspace
   $("conversations").replaceChildren(...conversations.map((c) =>
-    el("li", {}, el("button", { type: "button", "aria-current": view?.id === c.id ? "true" : "false", onclick: () => open(c.id) }, c.title ?? c.id))
+    el("li", {}, el("button", { type: "button", title: c.id, "aria-current": view?.id === c.id ? "true" : "false", onclick: () => open(c.id) }, label(c)))
   ))
+}
+
+const showTitle = (title) => {
+  $("title").textContent = title ?? "Untitled conversation"
+  $("name").hidden = title !== undefined
 }
 
 const open = async (id) => {
@@ -280,7 +287,7 @@ const open = async (id) => {
   const snapshot = await api("GET", `/api/conversations/${encodeURIComponent(id)}`)
   view = { id, source: { close() {} }, state: snapshot.state, text: null, reasoning: null, calls: new Map(), usage: { task: 0, total: snapshot.usage } }
   if (location.hash !== `#${id}`) history.replaceState(null, "", `#${id}`)
-  $("title").textContent = snapshot.conversation.title ?? "Untitled conversation"
+  showTitle(snapshot.conversation.title)
   $("transcript").replaceChildren()
   for (const item of snapshot.items) show(item)
   view.text = null
@@ -298,6 +305,15 @@ const create = async () => {
 }
 
 $("new").addEventListener("click", () => create().catch((e) => notice(e.message, "error")))
+$("name").addEventListener("click", async () => {
+  try {
+    const { title } = await api("POST", `/api/conversations/${view.id}/title`)
+    showTitle(title)
+    await listConversations()
+  } catch (e) {
+    notice(e.message, "error")
+  }
+})
 $("stop").addEventListener("click", () => api("POST", `/api/conversations/${view.id}/interrupt`).catch((e) => notice(e.message, "error")))
 $("composer").addEventListener("submit", async (event) => {
   event.preventDefault()

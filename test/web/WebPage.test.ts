@@ -233,7 +233,7 @@ describe.skipIf(!haveChromium)("baton web in Chromium", () => {
     assert.isTrue(await message(page).isDisabled(), "the Message box is locked")
     assert.isTrue(await button(page, "Send").isDisabled())
     const banner = await page.locator("#banner").textContent()
-    assert.include(banner, `the API key for anthropic at ${model.url}`)
+    assert.include(banner, `the API key for anthropic at ${model.url} (BATON_API_KEY)`)
     assert.include(banner, "invalid x-api-key")
     const before = (await inScope(model.requests)).length
     await button(page, "Retry").click()

@@ -1,13 +1,14 @@
+import * as Config from "effect/Config"
 import * as Effect from "effect/Effect"
 import type * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { ConfigError } from "../../domain/Errors.js"
 import type { Provider } from "../../services/Provider.js"
 import { type CommonArgs, noCommonArgs } from "./CommonArgs.js"
-import { conversationSettings, freshEnv, maxTurns, providerSettings, resolveEnv, serverToken, storeEnv, storeLabel } from "./Env.js"
+import { type AppEnv, conversationSettings, freshEnv, maxTurns, providerSettings, resolveEnv, serverToken, storeEnv, storeLabel } from "./Env.js"
 import { nodeIo } from "./Io.js"
-import type { AppEnv } from "./Env.js"
 import * as Layers from "./Layers.js"
 import { listMcpServers } from "./McpCommand.js"
 import { recordedTask } from "./ReplayCommand.js"
@@ -103,14 +104,18 @@ export const serve = Effect.fn("Commands.serve")(function*(args: CommonArgs, opt
   return yield* serveProgram(io, { model: model.describe, store: storeLabel(env), token: token !== undefined }).pipe(Effect.provide(server))
 })
 
-/** Names the credentials the model calls use, for the page's auth lock (never the key itself). */
+/** Names the credentials the model calls use, for the page's auth lock (where the key came from, never the key). */
 const credentialsLabel = (env: AppEnv) =>
   env.args.server !== undefined
     ? Effect.succeed(`the credentials of the server at ${env.args.server}`)
-    : Effect.map(providerSettings(env), (settings) =>
-      settings.kind === "replay"
-        ? "the recording's credentials"
-        : `the API key for ${settings.kind} at ${new URL(settings.live.baseUrl).origin} (BATON_API_KEY or the vendor's variable)`)
+    : Effect.gen(function*() {
+      const settings = yield* providerSettings(env)
+      if (settings.kind === "replay") return "the recording's credentials"
+      // The provider settings prefer BATON_API_KEY to the vendor's own variable.
+      const baton = yield* Effect.orElseSucceed(Config.option(Config.redacted("BATON_API_KEY")), () => Option.none())
+      const variable = Option.isSome(baton) ? "BATON_API_KEY" : settings.kind === "anthropic" ? "ANTHROPIC_API_KEY" : "OPENAI_API_KEY"
+      return `the API key for ${settings.kind} at ${new URL(settings.live.baseUrl).origin} (${variable})`
+    })
 
 export const web = Effect.fn("Commands.web")(function*(args: CommonArgs, options: WebCommandOptions) {
   const io = nodeIo()

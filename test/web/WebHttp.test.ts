@@ -174,4 +174,27 @@ describe("baton web over plain HTTP (built CLI): who may use it, approvals with 
       assert.include(sent, "[interrupted: tool aborted by user]")
       assert.isFalse(Fs.existsSync(Path.join(dirs.workspace, "ran.txt")), "never run")
     }))
+
+  it.scopedLive("bad input is a clear 4xx and starts nothing: an empty prompt, a bad decision, an unknown conversation, a body over the limit", () =>
+    Effect.gen(function*() {
+      const model = yield* MockModelServer.make()
+      const dirs = yield* cliDirs
+      const web = yield* startWeb(["--port", "0", "-w", dirs.workspace, "--home", dirs.home], model.childEnv("anthropic"))
+      const headers = { ...json, origin: web.origin }
+      const { conversation } = JSON.parse((yield* request(`${web.origin}/api/conversations`, { method: "POST", headers })).body)
+      const base = `${web.origin}/api/conversations/${conversation.id}`
+      const empty = yield* request(`${base}/tasks`, { method: "POST", headers, body: JSON.stringify({ prompt: "   " }) })
+      assert.deepStrictEqual([empty.status, JSON.parse(empty.body).message], [400, "prompt: the message is empty"])
+      const notJson = yield* request(`${base}/tasks`, { method: "POST", headers, body: "{\"prompt\":" })
+      assert.strictEqual(notJson.status, 400)
+      const decision = yield* request(`${base}/approvals/call_1`, { method: "POST", headers, body: JSON.stringify({ decision: "yes" }) })
+      assert.strictEqual(decision.status, 400)
+      assert.include(decision.body, "allow_always")
+      const unknown = yield* request(`${web.origin}/api/conversations/conv-nope/tasks`, { method: "POST", headers, body: JSON.stringify({ prompt: "hi" }) })
+      assert.strictEqual(unknown.status, 404)
+      const huge = yield* request(`${base}/tasks`, { method: "POST", headers, body: JSON.stringify({ prompt: "x".repeat(2 * 1024 * 1024) }) })
+      assert.strictEqual(huge.status, 413)
+      assert.strictEqual((yield* model.requests).length, 0, "no model request was made")
+      assert.deepStrictEqual(JSON.parse((yield* request(base)).body).state, { running: false, lock: null })
+    }))
 })

@@ -3,7 +3,8 @@ import * as HttpServer from "@effect/platform/HttpServer"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
-import { Context, Data, Duration, Effect, Layer, Option, Redacted, Schema, Stream } from "effect"
+import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
+import { Context, Data, Duration, Effect, Layer, Option, ParseResult, Redacted, Schema, Stream } from "effect"
 import * as Http from "node:http"
 import type { Conversation } from "../../domain/Conversation.js"
 import { Decision } from "../../domain/Events.js"
@@ -19,6 +20,8 @@ import type { HostOptions } from "./Hosted.js"
 import { make as makeHost, type WebHost } from "./WebHost.js"
 
 export const DEFAULT_WEB_PORT = 8284
+
+const MAX_BODY_BYTES = 1024 * 1024
 
 export interface WebOptions extends HostOptions {
   /** Default 127.0.0.1; any other address needs a token. */
@@ -68,8 +71,10 @@ const summary = (c: Conversation) => ({ id: c.id, title: c.title, created_at: c.
 
 const ok = (body: unknown = { ok: true }) => HttpServerResponse.unsafeJson(body)
 
-const PromptBody = Schema.Struct({ prompt: Schema.NonEmptyTrimmedString })
-const SteerBody = Schema.Struct({ text: Schema.NonEmptyTrimmedString })
+/** Text the user typed: surrounding whitespace dropped, and something must be left. */
+const Typed = Schema.Trim.pipe(Schema.compose(Schema.NonEmptyString.annotations({ message: () => "the message is empty" })))
+const PromptBody = Schema.Struct({ prompt: Typed })
+const SteerBody = Schema.Struct({ text: Typed })
 const AnswerBody = Schema.Struct({ decision: Decision })
 const Params = Schema.Struct({ id: ConversationId })
 const CallParams = Schema.Struct({ id: ConversationId, call: Schema.NonEmptyTrimmedString })
@@ -178,12 +183,30 @@ const make = Effect.fn("WebServer.make")(function*(options: WebOptions) {
     const request = yield* HttpServerRequest.HttpServerRequest
     const refused = guard(request)
     if (refused !== undefined) return refused
+    if (Number(request.headers["content-length"] ?? 0) > MAX_BODY_BYTES) {
+      // Read and dropped, never kept: the client gets the answer instead of a reset mid-upload.
+      NodeHttpServerRequest.toIncomingMessage(request).resume()
+      return HttpServerResponse.unsafeJson(
+        { error: "InvalidInput", message: `the request body is larger than the limit of ${MAX_BODY_BYTES} bytes` },
+        { status: 413, headers: { connection: "close" } }
+      )
+    }
     return yield* router
   }).pipe(
+    // Requests here are small JSON; a body past this is refused before it fills memory.
+    HttpServerRequest.withMaxBodySize(Option.some(MAX_BODY_BYTES)),
     Effect.catchTags({
       RouteNotFound: () => Effect.succeed(HttpServerResponse.unsafeJson({ error: "NotFound", message: "no such page" }, { status: 404 }))
     }),
-    Effect.catchAll((error) => Effect.succeed(failure(error)))
+    Effect.catchAll((error) =>
+      Effect.succeed(
+        error._tag === "ParseError"
+          ? failure({
+            _tag: "InvalidInput",
+            message: ParseResult.ArrayFormatter.formatErrorSync(error).map((i) => `${i.path.join(".") || "body"}: ${i.message}`).join("; ")
+          })
+          : failure(error)
+      ))
   )
   yield* Layer.buildWithScope(
     HttpServer.serve(app).pipe(Layer.provide(NodeHttpServer.layer(() => nodeServer, { host, port: options.port ?? DEFAULT_WEB_PORT }))),

@@ -252,6 +252,8 @@ const show = (e) => {
 const setState = (state) => {
   if (state.notice !== undefined) return notice(state.notice, "error")
   if (state.running && !view.state.running) view.usage.task = 0
+  // A finished task moves its conversation up the list.
+  if (!state.running && view.state.running) listConversations().catch(() => undefined)
   view.state = state
   renderComposer()
   showUsage()
@@ -263,6 +265,9 @@ const follow = (after) => {
   source.addEventListener("state", (m) => setState(JSON.parse(m.data)))
   // What we asked for is gone (another task began while we were away, or the host restarted): load again.
   source.addEventListener("reset", () => open(view.id))
+  // The browser reconnects by itself (resuming after the last event); meanwhile say so.
+  source.addEventListener("error", () => ($("link").textContent = "connection lost, reconnecting…"))
+  source.addEventListener("open", () => ($("link").textContent = ""))
   return source
 }
 

@@ -145,9 +145,10 @@ const web = Command.make(
     database: databaseOption,
     server: serverOption,
     maxTurns: common.maxTurns,
-    host: Options.text("host").pipe(Options.withDescription("Address to bind (default 127.0.0.1; any other needs --token)"), Options.optional),
-    port: Options.integer("port").pipe(Options.withDescription("Port (default 8284; 0 picks a free one)"), Options.optional),
+    host: Options.text("host").pipe(Options.withPseudoName("H"), Options.withDescription("Address to bind (default 127.0.0.1; any other needs --token)"), Options.optional),
+    port: Options.integer("port").pipe(Options.withPseudoName("P"), Options.withDescription("Port (default 8284; 0 picks a free one)"), Options.optional),
     token: Options.redacted("token").pipe(
+      Options.withPseudoName("T"),
       Options.withDescription("Require this token: the printed URL carries it once and sets a cookie; never logged"),
       Options.optional
     )

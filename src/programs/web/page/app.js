@@ -338,7 +338,7 @@ $("composer").addEventListener("submit", async (event) => {
   }
 })
 $("message").addEventListener("keydown", (event) => {
-  if (event.key === "Enter" && !event.shiftKey) {
+  if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
     event.preventDefault()
     $("composer").requestSubmit()
   }

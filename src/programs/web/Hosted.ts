@@ -102,7 +102,12 @@ const usageTotals = (backend: Backend["Type"], id: ConversationId, before: numbe
 /** What happened, as the page shows it: the trace's items (never context-only carry-over). */
 const shown = (items: ReadonlyArray<StoredItem>) => items.filter((i) => i.inTrace).map((i) => i.item)
 
-const event = (e: TaskEvent): Omit<TaskLog.Entry, "id"> => ({ kind: "event", data: encodeEventJson(e) })
+/** A task event as a log entry; a reconnect wait (or a client-side `wait`, once tasks emit one) is marked to count down. */
+const event = (e: TaskEvent) => ({
+  kind: "event" as const,
+  data: encodeEventJson(e),
+  wait: (e.type === "request_end" && e.status === "retrying" && e.retry_in_ms !== undefined) || (e.type as string) === "wait"
+})
 
 /** The auth stop in a batch of task events, if there is one. */
 const authStop = (events: Iterable<TaskEvent>): string | undefined => {

@@ -6,13 +6,15 @@ export interface Entry {
   readonly kind: "event" | "state"
   /** The JSON text the page receives. */
   readonly data: string
+  /** A wait that counts down from when it was announced (a reconnect's retry_in_ms): its append time. */
+  readonly waitSince?: number
 }
 
 /** What a follower gets: entries in id order, or `reset` when what it asked for is no longer kept. */
 export type Followed = { readonly _tag: "Entry"; readonly entry: Entry } | { readonly _tag: "Reset" }
 
 export interface TaskLog {
-  readonly append: (items: ReadonlyArray<Omit<Entry, "id">>) => Effect.Effect<void>
+  readonly append: (items: ReadonlyArray<Omit<Entry, "id" | "waitSince"> & { readonly wait?: boolean }>) => Effect.Effect<void>
   /** Forgets what came before now (a new task starts; the old one is in the history). Returns the last id. */
   readonly trim: Effect.Effect<number>
   /** The last id given out (0 before any). */
@@ -35,7 +37,9 @@ export const make = Effect.fn("TaskLog.make")(function*() {
   const append: TaskLog["append"] = (items) =>
     items.length === 0 ? Effect.void : SubscriptionRef.modify(lastId, (last) => {
       let id = last
-      for (const item of items) entries.push({ id: ++id, kind: item.kind, data: item.data })
+      for (const item of items) {
+        entries.push({ id: ++id, kind: item.kind, data: item.data, ...(item.wait === true ? { waitSince: Date.now() } : {}) })
+      }
       return [undefined, id]
     })
 

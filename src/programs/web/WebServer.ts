@@ -15,7 +15,7 @@ import type { ToolExecutor } from "../../services/ToolExecutor.js"
 import { isLoopbackHost } from "../server/Auth.js"
 import { makeGuard } from "./Guard.js"
 import { loadPage } from "./Page.js"
-import { resumeAfter } from "./TaskLog.js"
+import { type Entry, resumeAfter } from "./TaskLog.js"
 import type { HostOptions } from "./Hosted.js"
 import { make as makeHost, type WebHost } from "./WebHost.js"
 
@@ -87,6 +87,12 @@ const frame = (epoch: string, id: number, kind: "event" | "state", data: string)
 
 const RESET = "event: reset\ndata: reset\n\n"
 
+/**
+ * After a replayed wait, how long ago it was announced, so a page that loads mid-wait counts down
+ * what is left, not the whole delay. No id: it does not move the page's resume point.
+ */
+const age = (entry: Entry) => (entry.waitSince !== undefined ? `event: age\ndata: ${Math.max(0, Date.now() - entry.waitSince)}\n\n` : "")
+
 /** The conversation's log as `text/event-stream`: after Last-Event-ID (a reconnect) or `?after=` (a page that loaded a snapshot). */
 const events = (web: WebHost, heartbeatMs: number) =>
   Effect.gen(function*() {
@@ -103,7 +109,7 @@ const events = (web: WebHost, heartbeatMs: number) =>
       onSome: (n) =>
         hosted.log.follow(n).pipe(
           Stream.takeUntil((f) => f._tag === "Reset"),
-          Stream.map((f) => (f._tag === "Reset" ? RESET : frame(web.epoch, f.entry.id, f.entry.kind, f.entry.data))),
+          Stream.map((f) => (f._tag === "Reset" ? RESET : frame(web.epoch, f.entry.id, f.entry.kind, f.entry.data) + age(f.entry))),
           Stream.merge(Stream.repeatEffect(Effect.as(realClock.sleep(Duration.millis(heartbeatMs)), ": heartbeat\n\n")), { haltStrategy: "left" })
         )
     })

@@ -65,9 +65,12 @@ const renderComposer = () => {
 }
 
 let waitTimer = undefined
+/** Moves the running countdown's end earlier by `ms` (a wait announced before this page saw it). */
+let shiftWait = (_ms) => {}
 const clearWait = () => {
   if (waitTimer !== undefined) clearInterval(waitTimer)
   waitTimer = undefined
+  shiftWait = () => {}
   if ($("banner").className === "wait") {
     $("banner").className = ""
     $("banner").replaceChildren()
@@ -77,9 +80,13 @@ const clearWait = () => {
 /** A reconnect wait: "retrying in N s" counting down, "Retry now" (skip the wait) and "Abandon" (interrupt). */
 const showWait = (ms, why) => {
   clearWait()
-  const deadline = Date.now() + ms
+  let deadline = Date.now() + ms
   const timer = el("span", { role: "timer", "aria-live": "off" })
   const tick = () => (timer.textContent = `${why} · retrying in ${Math.max(0, Math.ceil((deadline - Date.now()) / 1000))} s`)
+  shiftWait = (ago) => {
+    deadline -= ago
+    tick()
+  }
   tick()
   waitTimer = setInterval(tick, 200)
   const banner = $("banner")
@@ -263,6 +270,7 @@ const follow = (after) => {
   const source = new EventSource(`/api/conversations/${view.id}/events?after=${after}`)
   source.addEventListener("message", (m) => show(JSON.parse(m.data)))
   source.addEventListener("state", (m) => setState(JSON.parse(m.data)))
+  source.addEventListener("age", (m) => shiftWait(Number(m.data)))
   // What we asked for is gone (another task began while we were away, or the host restarted): load again.
   source.addEventListener("reset", () => open(view.id))
   // The browser reconnects by itself (resuming after the last event); meanwhile say so.

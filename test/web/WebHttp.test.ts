@@ -92,6 +92,9 @@ describe("baton web over plain HTTP (built CLI): who may use it, approvals with 
       const session = cookie.split(";")[0]!
       const page = yield* request(`${web.origin}/`, { headers: { cookie: session } })
       assert.strictEqual(page.status, 200)
+      // Never inside another site's frame (clickjacking the Allow button).
+      assert.strictEqual(page.headers["x-frame-options"], "DENY")
+      assert.include(page.headers["content-security-policy"], "frame-ancestors 'none'")
       const script = yield* request(`${web.origin}/app.js`, { headers: { cookie: session } })
       assert.notInclude(page.body + script.body, token)
       assert.strictEqual((yield* request(api, { headers: { cookie: session } })).status, 200)

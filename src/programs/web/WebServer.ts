@@ -85,6 +85,18 @@ const hostedOf = (web: WebHost) => Effect.flatMap(HttpRouter.schemaPathParams(Pa
 const frame = (epoch: string, id: number, kind: "event" | "state", data: string) =>
   `id: ${epoch}:${id}\nevent: ${kind === "event" ? "message" : kind}\ndata: ${data}\n\n`
 
+/**
+ * The page may not be framed (another site could lay it under its own buttons and have you click
+ * Allow) and loads nothing but its own script.
+ */
+const PAGE_HEADERS = {
+  "content-security-policy": "default-src 'self'; style-src 'self' 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
+  "x-frame-options": "DENY",
+  "x-content-type-options": "nosniff",
+  "referrer-policy": "no-referrer",
+  "cache-control": "no-store"
+}
+
 const RESET = "event: reset\ndata: reset\n\n"
 
 /**
@@ -121,7 +133,7 @@ const events = (web: WebHost, heartbeatMs: number) =>
 
 const routes = (web: WebHost, page: { readonly html: string; readonly script: string }, heartbeatMs: number) =>
   HttpRouter.empty.pipe(
-    HttpRouter.get("/", Effect.succeed(HttpServerResponse.html(page.html))),
+    HttpRouter.get("/", Effect.succeed(HttpServerResponse.html(page.html).pipe(HttpServerResponse.setHeaders(PAGE_HEADERS)))),
     HttpRouter.get("/favicon.ico", Effect.succeed(HttpServerResponse.empty({ status: 204 }))),
     HttpRouter.get("/app.js", Effect.succeed(HttpServerResponse.text(page.script, { contentType: "text/javascript; charset=utf-8" }))),
     HttpRouter.get("/api/conversations", Effect.map(web.list, (conversations) => ok({ workspace: web.workspace, conversations: conversations.map(summary) }))),

@@ -135,6 +135,44 @@ const serve = Command.make(
       ), { metrics: true })
 ).pipe(Command.withDescription("Host conversations over HTTP + SSE for clients using --server (runs survive disconnects)"))
 
+const web = Command.make(
+  "web",
+  {
+    provider: providerOption,
+    model: modelOption,
+    baseUrl: baseUrlOption,
+    workspace: common.workspace,
+    home: homeOption,
+    database: databaseOption,
+    server: serverOption,
+    maxTurns: common.maxTurns,
+    host: Options.text("host").pipe(Options.withPseudoName("H"), Options.withDescription("Address to bind (default 127.0.0.1; any other needs --token)"), Options.optional),
+    port: Options.integer("port").pipe(Options.withPseudoName("P"), Options.withDescription("Port (default 8284; 0 picks a free one)"), Options.optional),
+    token: Options.redacted("token").pipe(
+      Options.withPseudoName("T"),
+      Options.withDescription("Require this token: the printed URL carries it once and sets a cookie; never logged"),
+      Options.optional
+    )
+  },
+  (a) =>
+    lazy((m) =>
+      m.web(
+        {
+          ...noCommonArgs,
+          provider: Option.getOrUndefined(a.provider),
+          model: Option.getOrUndefined(a.model),
+          baseUrl: Option.getOrUndefined(a.baseUrl),
+          workspace: Option.getOrUndefined(a.workspace),
+          home: Option.getOrUndefined(a.home),
+          database: Option.getOrUndefined(a.database),
+          server: Option.getOrUndefined(a.server),
+          maxTurns: Option.getOrUndefined(a.maxTurns)
+        },
+        { host: Option.getOrUndefined(a.host), port: Option.getOrUndefined(a.port), token: Option.getOrUndefined(a.token) }
+      )
+    )
+).pipe(Command.withDescription("A live page for this workspace's sessions: streamed answers, approve buttons, steer, stop (tools run here)"))
+
 /** Reading conversations needs the store, not a model or a workspace's settings. */
 const store = { home: homeOption, database: databaseOption, server: serverOption }
 const storeArgs = (a: Command.Command.ParseConfig<typeof store>): CommonArgs => ({
@@ -177,7 +215,7 @@ const mcp = Command.make("mcp").pipe(
 
 const baton = Command.make("baton").pipe(
   Command.withDescription("An agent runtime: a model proposes tool calls, you or your rules approve them, Baton runs them."),
-  Command.withSubcommands([run, chat, sessions, mcp, serve, replay, demo])
+  Command.withSubcommands([run, chat, sessions, mcp, serve, web, replay, demo])
 )
 
 export const cli = Command.run(baton, { name: "baton", version: VERSION })

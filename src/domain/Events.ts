@@ -82,6 +82,22 @@ export const ApprovalDecision = Schema.Struct({
 })
 export type ApprovalDecision = typeof ApprovalDecision.Type
 
+/**
+ * A call that waits for an answer from a page or another host (`baton web`): its approver emits this
+ * and waits; the call's approval_decision follows once someone answers.
+ */
+export const ApprovalRequest = Schema.Struct({
+  type: Schema.tag("approval_request"),
+  tool_call_id: ToolCallId,
+  name: Schema.String,
+  /** The raw JSON arguments, as in the tool_call. */
+  arguments: Schema.String,
+  /** What "allow always" would grant, e.g. `Bash(npm test:*)`. */
+  grant: Schema.String,
+  ...Envelope
+})
+export type ApprovalRequest = typeof ApprovalRequest.Type
+
 export const TurnRetried = Schema.Struct({
   type: Schema.tag("turn_retried"),
   attempt: Schema.Int.pipe(Schema.positive()),
@@ -198,6 +214,7 @@ export const TaskEvent = Schema.Union(
   CompactionBegin,
   CompactionEnd,
   Abort,
+  ApprovalRequest,
   TextDelta,
   ReasoningDelta,
   ToolCallDelta

@@ -20,6 +20,7 @@ const samples: ReadonlyArray<TaskEvent> = [
   { type: "request_end", status: "retrying", attempt: 0, retry_in_ms: 250, error: { tag: "ProviderTimeout", message: "stalled" }, run_id, seq: 9 },
   { type: "token_usage", input_tokens: 10, output_tokens: 5, cached_input_tokens: 2, total_tokens: 15, run_id, seq: 8 },
   { type: "approval_decision", tool_call_id: id, decision: "allow_always", source: "user", rule: "Bash(npm test:*)" },
+  { type: "approval_request", tool_call_id: id, name: "Bash", arguments: "{\"command\":\"npm test\"}", grant: "Bash(npm test:*)" },
   { type: "turn_retried", attempt: 1, content: "[turn_retried]partial[/turn_retried]", run_id, seq: 10 },
   { type: "stop_reason", reason: "requires_approval", run_id, seq: 11 },
   { type: "compaction_begin", reason: "context", mode: "summarize", run_id, seq: 1 },
@@ -33,7 +34,7 @@ const samples: ReadonlyArray<TaskEvent> = [
 describe("TaskEvent", () => {
   it("has a sample of every type", () => {
     const types = new Set(samples.map((s) => s.type))
-    assert.strictEqual(types.size, 18)
+    assert.strictEqual(types.size, 19)
   })
 
   it("round-trips every type through encode/decode and JSON unchanged", () => {

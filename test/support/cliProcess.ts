@@ -91,24 +91,25 @@ export const processGone = (pid: number): boolean => {
 }
 
 /**
- * `baton serve` as a child process (port 0), for `--server` clients: resolves once it prints its
- * address; dies with its stderr if it exits first. Killed with the scope.
+ * A long-running `baton` command as a child process: resolves once its stderr prints `<command>: <url>`;
+ * dies with its stderr if it exits first. Killed with the scope (SIGKILL); `stop` sends SIGTERM.
  */
-export const startServe = (args: ReadonlyArray<string>, env: Record<string, string>) =>
+export const startListening = (command: string, args: ReadonlyArray<string>, env: Record<string, string>) =>
   Effect.gen(function*() {
     const url = yield* Deferred.make<string>()
     const exited = yield* Deferred.make<number | null>()
+    const printed = new RegExp(`baton ${command}: (http:\\/\\/\\S+)`)
     let stderr = ""
     const child = yield* Effect.acquireRelease(
       Effect.sync(() => {
-        const child = spawn(process.execPath, [BIN, "serve", "--port", "0", ...args], { env: cleanEnv(env), stdio: ["ignore", "pipe", "pipe"] })
+        const child = spawn(process.execPath, [BIN, command, ...args], { env: cleanEnv(env), stdio: ["ignore", "pipe", "pipe"] })
         child.stderr.setEncoding("utf8").on("data", (text: string) => {
           stderr += text
-          const found = /baton serve: (http:\/\/\S+)/.exec(stderr)
+          const found = printed.exec(stderr)
           if (found !== null) Deferred.unsafeDone(url, Effect.succeed(found[1]!))
         })
         child.once("close", (code) => {
-          Deferred.unsafeDone(url, Effect.dieMessage(`baton serve exited (${code}) before listening: ${stderr}`))
+          Deferred.unsafeDone(url, Effect.dieMessage(`baton ${command} exited (${code}) before listening: ${stderr}`))
           Deferred.unsafeDone(exited, Effect.succeed(code))
         })
         return child
@@ -122,3 +123,6 @@ export const startServe = (args: ReadonlyArray<string>, env: Record<string, stri
       stderr: Effect.sync(() => stderr)
     }
   })
+
+/** `baton serve` as a child process (port 0), for `--server` clients. */
+export const startServe = (args: ReadonlyArray<string>, env: Record<string, string>) => startListening("serve", ["--port", "0", ...args], env)

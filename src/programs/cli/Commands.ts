@@ -1,11 +1,13 @@
+import * as Config from "effect/Config"
 import * as Effect from "effect/Effect"
 import type * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { ConfigError } from "../../domain/Errors.js"
 import type { Provider } from "../../services/Provider.js"
 import { type CommonArgs, noCommonArgs } from "./CommonArgs.js"
-import { freshEnv, resolveEnv, serverToken, storeEnv, storeLabel } from "./Env.js"
+import { type AppEnv, conversationSettings, freshEnv, maxTurns, providerSettings, resolveEnv, serverToken, storeEnv, storeLabel } from "./Env.js"
 import { nodeIo } from "./Io.js"
 import * as Layers from "./Layers.js"
 import { listMcpServers } from "./McpCommand.js"
@@ -13,6 +15,7 @@ import { recordedTask } from "./ReplayCommand.js"
 import { runTask } from "./RunCommand.js"
 import { parseConversationId } from "./SelectConversation.js"
 import type { ServeCommandOptions } from "./ServeCommand.js"
+import type { WebCommandOptions } from "./WebCommand.js"
 import { exportSession, listSessions, showSession } from "./SessionsCommand.js"
 
 /**
@@ -33,6 +36,7 @@ export const withTelemetry = <A, E, R>(command: Effect.Effect<A, E, R>, options:
 const chatCommand = Effect.promise(() => import("./ChatCommand.js"))
 const demoCommand = Effect.promise(() => import("./DemoCommand.js"))
 const serveCommand = Effect.promise(() => import("./ServeCommand.js"))
+const webCommand = Effect.promise(() => import("./WebCommand.js"))
 
 /**
  * The prompt from its words, or stdin for `-`. A word that looks like an option is refused: the
@@ -102,6 +106,36 @@ export const serve = Effect.fn("Commands.serve")(function*(args: CommonArgs, opt
   })
   const { serve: serveProgram } = yield* serveCommand
   return yield* serveProgram(io, { model: model.describe, store: storeLabel(env), token: token !== undefined }).pipe(Effect.provide(server))
+})
+
+/** Names the credentials the model calls use, for the page's auth lock (where the key came from, never the key). */
+const credentialsLabel = (env: AppEnv) =>
+  env.args.server !== undefined
+    ? Effect.succeed(`the credentials of the server at ${env.args.server}`)
+    : Effect.gen(function*() {
+      const settings = yield* providerSettings(env)
+      if (settings.kind === "replay") return "the recording's credentials"
+      // The provider settings prefer BATON_API_KEY to the vendor's own variable.
+      const baton = yield* Effect.orElseSucceed(Config.option(Config.redacted("BATON_API_KEY")), () => Option.none())
+      const variable = Option.isSome(baton) ? "BATON_API_KEY" : settings.kind === "anthropic" ? "ANTHROPIC_API_KEY" : "OPENAI_API_KEY"
+      return `the API key for ${settings.kind} at ${new URL(settings.live.baseUrl).origin} (${variable})`
+    })
+
+export const web = Effect.fn("Commands.web")(function*(args: CommonArgs, options: WebCommandOptions) {
+  const io = nodeIo()
+  const env = yield* resolveEnv(args, io.cwd())
+  const model = yield* Layers.model(env)
+  const layer = Layers.web(env, model.layer, {
+    rules: env.settings.rules,
+    settings: conversationSettings(env),
+    maxTurns: maxTurns(env),
+    credentials: yield* credentialsLabel(env),
+    host: options.host,
+    port: options.port,
+    token: options.token
+  })
+  const { web: webProgram } = yield* webCommand
+  return yield* webProgram(io, { model: model.describe, workspace: env.workspace, token: options.token !== undefined }).pipe(Effect.provide(layer))
 })
 
 export const mcpList = Effect.fn("Commands.mcpList")(function*(args: CommonArgs, options: { readonly json: boolean }) {

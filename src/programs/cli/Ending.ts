@@ -34,6 +34,7 @@ export const endingOf = (cause: Cause.Cause<unknown>): Ending => {
     case "NotFound":
     case "InvalidInput":
     case "ServerStartError":
+    case "WebStartError":
       return { code: ExitCode.usage, message }
     case "Unauthorized":
       return { code: ExitCode.auth, message }

@@ -14,6 +14,7 @@ import type { ToolExecutor } from "../../services/ToolExecutor.js"
 import * as ToolExecutorLive from "../../services/tools/Executor.js"
 import { layerLocal } from "../backend/BackendLocal.js"
 import type { BatonServer, ServeOptions, ServerStartError } from "../server/Server.js"
+import type { BatonWeb, WebOptions, WebStartError } from "../web/WebServer.js"
 import { DEFAULT_SYSTEM_PROMPT } from "../session/Session.js"
 import { type AppEnv, conversationSettings, databaseUrl, describeProvider, providerSettings, serverToken, storeFile } from "./Env.js"
 import { mcpServerConfigs } from "./McpServers.js"
@@ -163,5 +164,18 @@ export const server = (
         server.serve({ conversationDefaults: { system_prompt: DEFAULT_SYSTEM_PROMPT, ...conversationSettings(env) }, ...options }).pipe(
           Layer.provide(localBackend(env, provider))
         )
+    )
+  )
+
+/** `baton web`: the session host and its page over the usual backend (local, or `--server`) and the workspace's tools. */
+export const web = (
+  env: AppEnv,
+  provider: Layer.Layer<Provider, ConfigError>,
+  options: WebOptions
+): Layer.Layer<BatonWeb, WebStartError | ConfigError | StoreError> =>
+  Layer.unwrapEffect(
+    Effect.map(
+      Effect.promise(() => import("../web/WebServer.js")),
+      (webServer) => webServer.serveWeb(options).pipe(Layer.provide(task(env, provider)))
     )
   )

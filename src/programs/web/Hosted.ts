@@ -1,0 +1,235 @@
+import { Deferred, Effect, FiberSet, Ref, Stream } from "effect"
+import type { ConversationSettingsInput } from "../../domain/Conversation.js"
+import { type BackendError, type ConfigError, InvalidInput } from "../../domain/Errors.js"
+import { encodeEventJson } from "../../domain/EventJson.js"
+import type { ApprovalRequest, Decision, TaskEvent } from "../../domain/Events.js"
+import type { StoredItem } from "../../domain/History.js"
+import type { ConversationId } from "../../domain/Ids.js"
+import type { PermissionRules } from "../../domain/Settings.js"
+import type { Backend } from "../../services/Backend.js"
+import type { Approver } from "../session/ApprovalGate.js"
+import type { Session } from "../session/Session.js"
+import * as TaskLog from "./TaskLog.js"
+
+export interface HostOptions {
+  readonly rules: PermissionRules
+  /** Settings of a conversation the page creates. */
+  readonly settings: Omit<ConversationSettingsInput, "tools" | "workspace">
+  readonly maxTurns?: number | undefined
+  /** Names the credentials the model calls use, for the auth lock's message (never the secret itself). */
+  readonly credentials: string
+  /** Emits when the credentials may have changed (re-read): every auth lock opens. */
+  readonly credentialsChanged?: Stream.Stream<void>
+}
+
+/** Why the page's Message box is locked: the model refused these credentials. */
+export interface AuthLock {
+  readonly credentials: string
+  readonly message: string
+}
+
+export interface HostState {
+  readonly running: boolean
+  readonly lock: AuthLock | null
+}
+
+export interface UsageTotals {
+  readonly input_tokens: number
+  readonly output_tokens: number
+  readonly total_tokens: number
+  readonly requests: number
+}
+
+/** What a page loads before it follows the log: the history up to the running task, and where to follow from. */
+export interface Snapshot {
+  readonly conversation: { readonly id: ConversationId; readonly title?: string }
+  readonly items: ReadonlyArray<TaskEvent>
+  /** Usage the history recorded; the running task's arrives with its events. */
+  readonly usage: UsageTotals
+  /** Follow the log after this id: the running task's first entry, if one runs, is the next one. */
+  readonly after: number
+  readonly state: HostState
+}
+
+/** One conversation hosted here: its Session, its live log and what the page can ask of it. */
+export interface Hosted {
+  readonly conversationId: ConversationId
+  readonly log: TaskLog.TaskLog
+  readonly start: (prompt: string) => Effect.Effect<void, InvalidInput | BackendError>
+  readonly steer: (text: string) => Effect.Effect<boolean>
+  readonly interrupt: Effect.Effect<void>
+  readonly skipReconnectWait: Effect.Effect<void, BackendError>
+  /** The first answer wins; false when the call is not waiting (answered already, or gone). */
+  readonly answer: (toolCallId: string, decision: Decision) => Effect.Effect<boolean>
+  /** After an auth stop: opens the lock and sends the rejected prompt again. */
+  readonly retry: Effect.Effect<void, InvalidInput | BackendError>
+  /** Opens the auth lock (the credentials changed). */
+  readonly unlock: Effect.Effect<void>
+  readonly snapshot: Effect.Effect<Snapshot, BackendError>
+  readonly backfill: Effect.Effect<ReadonlyArray<TaskEvent>, BackendError>
+  /** One model call, stored as the conversation's title. */
+  readonly generateTitle: Effect.Effect<string, BackendError>
+}
+
+const HISTORY_PAGE = 1000
+const SNAPSHOT_ITEMS = 400
+
+const noUsage: UsageTotals = { input_tokens: 0, output_tokens: 0, total_tokens: 0, requests: 0 }
+
+const sumUsage = (items: ReadonlyArray<StoredItem>, from: UsageTotals): UsageTotals =>
+  items.reduce((acc, { item }) =>
+    item.type === "token_usage"
+      ? {
+        input_tokens: acc.input_tokens + item.input_tokens,
+        output_tokens: acc.output_tokens + item.output_tokens,
+        total_tokens: acc.total_tokens + item.total_tokens,
+        requests: acc.requests + 1
+      }
+      : acc, from)
+
+/** Every request's token_usage the conversation recorded before `before` (a position), page by page. */
+const usageTotals = (backend: Backend["Type"], id: ConversationId, before: number | undefined) =>
+  Effect.iterate({ after: 0, usage: noUsage, done: false }, {
+    while: (s) => !s.done,
+    body: (s) =>
+      Effect.map(backend.history(id, { after: s.after, limit: HISTORY_PAGE, ...(before !== undefined ? { before } : {}) }), (items) => ({
+        after: items.at(-1)?.position ?? s.after,
+        usage: sumUsage(items, s.usage),
+        done: items.length < HISTORY_PAGE
+      }))
+  }).pipe(Effect.map((s) => s.usage))
+
+/** What happened, as the page shows it: the trace's items (never context-only carry-over). */
+const shown = (items: ReadonlyArray<StoredItem>) => items.filter((i) => i.inTrace).map((i) => i.item)
+
+/** A task event as a log entry; a reconnect wait (or a client-side `wait`, once tasks emit one) is marked to count down. */
+const event = (e: TaskEvent) => ({
+  kind: "event" as const,
+  data: encodeEventJson(e),
+  wait: (e.type === "request_end" && e.status === "retrying" && e.retry_in_ms !== undefined) || (e.type as string) === "wait"
+})
+
+/** The auth stop in a batch of task events, if there is one. */
+const authStop = (events: Iterable<TaskEvent>): string | undefined => {
+  for (const e of events) if (e.type === "stop_reason" && e.reason === "auth") return e.error?.message ?? "the model refused the credentials"
+  return undefined
+}
+
+interface Status extends HostState {
+  /** The prompt of the latest task (what Retry sends again). */
+  readonly prompt?: string
+  /** Where the running task began: in the history (a page loads what came before) and in the log. */
+  readonly began?: { readonly position: number; readonly after: number }
+}
+
+/** The page's approver: a call becomes an approval_request and waits for an answer, with or without a page open. */
+const pageApprover = (log: TaskLog.TaskLog, waiting: Map<string, Deferred.Deferred<Decision>>): Approver => (request) =>
+  Effect.gen(function*() {
+    const answer = yield* Deferred.make<Decision>()
+    const key = request.call.tool_call_id
+    waiting.set(key, answer)
+    const asked: ApprovalRequest = {
+      type: "approval_request",
+      tool_call_id: key,
+      name: request.call.name,
+      arguments: request.call.arguments,
+      grant: request.grant.text
+    }
+    yield* log.append([event(asked)])
+    return yield* Deferred.await(answer).pipe(Effect.ensuring(Effect.sync(() => waiting.delete(key))))
+  })
+
+/**
+ * Hosts one conversation: `openSession` is given the page's approver. A task runs in `tasks` (the
+ * host's), not in a request: closing a tab neither stops it nor answers its questions.
+ */
+export const make = Effect.fn("Hosted.make")(function*(deps: {
+  readonly id: ConversationId
+  readonly backend: Backend["Type"]
+  readonly options: HostOptions
+  readonly tasks: FiberSet.FiberSet
+  readonly openSession: (approver: Approver) => Effect.Effect<Session, BackendError | ConfigError>
+}) {
+  const { backend, id, options } = deps
+  const log = yield* TaskLog.make()
+  const state = yield* Ref.make<Status>({ running: false, lock: null })
+  const publish = Effect.flatMap(Ref.get(state), (s) => log.append([{ kind: "state", data: JSON.stringify({ running: s.running, lock: s.lock }) }]))
+  const waiting = new Map<string, Deferred.Deferred<Decision>>()
+  const session = yield* deps.openSession(pageApprover(log, waiting))
+
+  const run = (prompt: string) =>
+    Effect.gen(function*() {
+      const last = yield* backend.history(id, { limit: 1 })
+      const after = yield* log.trim
+      yield* Ref.update(state, (s) => ({ ...s, began: { position: last.at(-1)?.position ?? 0, after } }))
+      yield* publish
+      let rejected: string | undefined
+      const task = session.run(prompt, options.maxTurns !== undefined ? { maxTurns: options.maxTurns } : {}).pipe(
+        Stream.runForEachChunk((events) => {
+          rejected ??= authStop(events)
+          return log.append(Array.from(events, event))
+        }),
+        Effect.catchAll((error) => log.append([{ kind: "state", data: JSON.stringify({ notice: error.message }) }])),
+        Effect.ensuring(Effect.suspend(() =>
+          Effect.zipRight(
+            Ref.update(state, (s) => ({
+              ...s,
+              running: false,
+              lock: rejected !== undefined ? { credentials: options.credentials, message: rejected } : s.lock
+            })),
+            publish
+          )
+        ))
+      )
+      yield* FiberSet.run(deps.tasks, task)
+    })
+
+  const start = Effect.fn("Hosted.start")(function*(prompt: string, retrying: boolean) {
+    const refused = yield* Ref.modify(state, (s): [string | undefined, Status] =>
+      s.running
+        ? ["a task is already running in this conversation; steer it or stop it", s]
+        : s.lock !== null && !retrying
+        ? [`the model refused ${s.lock.credentials}; update the credentials or press Retry`, s]
+        : [undefined, { running: true, lock: null, prompt }])
+    if (refused !== undefined) return yield* new InvalidInput({ message: refused })
+    yield* run(prompt).pipe(Effect.onError(() => Effect.zipRight(Ref.update(state, (s) => ({ ...s, running: false })), publish)))
+  })
+
+  const hosted: Hosted = {
+    conversationId: id,
+    log,
+    start: (prompt) => start(prompt, false),
+    steer: session.steer,
+    interrupt: session.interrupt,
+    skipReconnectWait: session.skipReconnectWait,
+    answer: Effect.fn("Hosted.answer")(function*(toolCallId: string, decision: Decision) {
+      const waiter = waiting.get(toolCallId)
+      return waiter === undefined ? false : yield* Deferred.succeed(waiter, decision)
+    }),
+    retry: Effect.gen(function*() {
+      const s = yield* Ref.get(state)
+      if (s.lock === null || s.prompt === undefined) return yield* new InvalidInput({ message: "nothing to retry: the credentials were not refused" })
+      yield* start(s.prompt, true)
+    }).pipe(Effect.withSpan("Hosted.retry")),
+    unlock: Effect.zipRight(Ref.update(state, (s) => ({ ...s, lock: null })), publish),
+    snapshot: Effect.gen(function*() {
+      // The log's end first: an entry that lands after it is followed, never lost.
+      const end = yield* log.last
+      const s = yield* Ref.get(state)
+      // A task claimed but not begun has nothing in the history or the log yet.
+      const began = s.running ? s.began : undefined
+      const items = yield* backend.history(id, began !== undefined ? { before: began.position + 1, limit: SNAPSHOT_ITEMS } : { limit: SNAPSHOT_ITEMS })
+      const conversation = yield* backend.getConversation(id)
+      return {
+        conversation: { id: conversation.id, ...(conversation.title !== undefined ? { title: conversation.title } : {}) },
+        items: shown(items),
+        usage: yield* usageTotals(backend, id, began !== undefined ? began.position + 1 : undefined),
+        after: began !== undefined ? Math.min(began.after, end) : end,
+        state: { running: s.running, lock: s.lock }
+      } satisfies Snapshot
+    }).pipe(Effect.withSpan("Hosted.snapshot")),
+    backfill: Effect.map(session.backfill, shown),
+    generateTitle: session.generateTitle
+  }
+  return hosted
+})

@@ -1,0 +1,279 @@
+import { Effect, Exit, Scope } from "effect"
+import * as Fs from "node:fs"
+import * as Http from "node:http"
+import * as Os from "node:os"
+import * as Path from "node:path"
+import { type BrowserContext, chromium, type Page } from "playwright-core"
+import { afterAll, assert, beforeAll, describe, it } from "vitest"
+import { ROOT } from "../support/cliProcess.js"
+import * as MockModelServer from "../support/MockModelServer.js"
+import { Reply } from "../support/MockModelServer.js"
+import { CHROMIUM, CHROMIUM_FLAGS, haveChromium, startWeb } from "../support/webProcess.js"
+
+/**
+ * `baton web` in a real Chromium (Debian's /usr/bin/chromium driven by playwright-core) against a
+ * real `baton web` child process and the loopback mock model. One browser for the file, pages
+ * reused where they can be: these are the slowest tests of the suite, kept few.
+ */
+
+if (!haveChromium) {
+  if (process.env["BATON_REQUIRE_CHROMIUM"] !== undefined) throw new Error(`${CHROMIUM} is missing: .ci/run installs it (apt-get install -y chromium)`)
+  console.warn(`test/web/WebPage.test.ts: SKIPPED, ${CHROMIUM} is not installed (apt-get install -y chromium; .ci/run does it)`)
+}
+
+const scope = Effect.runSync(Scope.make())
+const inScope = <A, E>(effect: Effect.Effect<A, E, Scope.Scope>) => Effect.runPromise(Scope.extend(effect, scope))
+
+let browser: BrowserContext
+let tmp: string
+let model: MockModelServer.MockModelServer
+let web: Effect.Effect.Success<ReturnType<typeof startWeb>>
+let workspace: string
+let home: string
+
+/** A 503 as Anthropic sends it when overloaded, with the wait it asks for. */
+const overloaded = () =>
+  Reply.status(503, {
+    headers: { "retry-after": "20" },
+    body: JSON.stringify({ type: "error", error: { type: "overloaded_error", message: "Overloaded" } })
+  })
+
+const message = (page: Page) => page.getByRole("textbox", { name: "Message" })
+const button = (page: Page, name: string) => page.getByRole("button", { name, exact: true })
+
+const newConversation = async (page: Page) => {
+  await page.goto(web.url)
+  const [created] = await Promise.all([
+    page.waitForResponse((r) => r.request().method() === "POST" && new URL(r.url()).pathname === "/api/conversations"),
+    button(page, "New conversation").click()
+  ])
+  const { conversation } = (await created.json()) as { readonly conversation: { readonly id: string } }
+  await page.waitForURL((url) => url.hash === `#${conversation.id}`)
+  return conversation.id
+}
+
+const send = async (page: Page, text: string) => {
+  await message(page).fill(text)
+  await button(page, "Send").click()
+}
+
+beforeAll(async () => {
+  if (!haveChromium) return
+  tmp = Fs.mkdtempSync(Path.join(Os.tmpdir(), "baton-web-"))
+  workspace = Fs.realpathSync(Fs.mkdirSync(Path.join(tmp, "ws"), { recursive: true }) ?? Path.join(tmp, "ws"))
+  home = Path.join(tmp, "home")
+  model = await inScope(MockModelServer.make())
+  web = await inScope(startWeb(["--port", "0", "-w", workspace, "--home", home], model.childEnv("anthropic")))
+  browser = await chromium.launchPersistentContext(Path.join(tmp, "profile"), {
+    executablePath: CHROMIUM,
+    headless: true,
+    args: CHROMIUM_FLAGS,
+    viewport: { width: 1100, height: 760 }
+  })
+  browser.setDefaultTimeout(10_000)
+  browser.on("page", (page) => {
+    page.on("pageerror", (error) => console.error(`page error: ${error.message}`))
+  })
+})
+
+afterAll(async () => {
+  await browser?.close()
+  await Effect.runPromise(Scope.close(scope, Exit.void))
+  if (tmp !== undefined) Fs.rmSync(tmp, { recursive: true, force: true })
+})
+
+describe.skipIf(!haveChromium)("baton web in Chromium", () => {
+  it("a tool task approved by clicking Allow: arguments, results, the edit's diff, reasoning collapsed, usage, a title; a screenshot", async () => {
+    Fs.writeFileSync(Path.join(workspace, "a.txt"), "alpha\n")
+    await inScope(model.enqueue(
+      Reply.toolCalls([{ id: "call_read", name: "Read", args: { file_path: "a.txt" } }]),
+      Reply.toolCalls([{ id: "call_edit", name: "Edit", args: { file_path: "a.txt", old_string: "alpha", new_string: "beta" } }]),
+      Reply.text("I changed alpha to beta in a.txt.", { reasoning: { text: "The file says alpha; the user wants beta." } })
+    ))
+    const page = await browser.newPage()
+    await newConversation(page)
+    await send(page, "change alpha to beta in a.txt")
+    await button(page, "Allow").click()
+    // The second call is asked in its turn; "Allow always" grants Edit for the session.
+    await page.locator("[data-call=call_edit]").getByRole("button", { name: "Allow always" }).click()
+    await page.getByText("I changed alpha to beta in a.txt.").waitFor()
+    assert.strictEqual(Fs.readFileSync(Path.join(workspace, "a.txt"), "utf8"), "beta\n")
+    const read = page.locator("[data-call=call_read]")
+    assert.include(await read.textContent(), "allowed by you")
+    assert.include(await read.locator(".result").textContent(), "alpha")
+    const edit = page.locator("[data-call=call_edit]")
+    assert.strictEqual(await edit.locator(".diff .del").first().textContent(), "- alpha\n")
+    assert.strictEqual(await edit.locator(".diff .add").first().textContent(), "+ beta\n")
+    assert.include(await edit.textContent(), "allowed always by you")
+    const reasoning = page.locator("details.reasoning")
+    assert.isFalse(await reasoning.evaluate((d) => d.hasAttribute("open")), "reasoning is collapsed")
+    assert.include(await reasoning.textContent(), "The file says alpha")
+    assert.match(await page.getByLabel("Token usage").textContent() ?? "", /this task: 45 tokens · conversation: 45 tokens in 3 requests/)
+    await button(page, "Send").waitFor()
+    await inScope(model.enqueue(Reply.text("Alpha to beta in a.txt")))
+    await button(page, "Name it").click()
+    await page.getByRole("heading", { name: "Alpha to beta in a.txt" }).waitFor()
+    await page.getByRole("navigation", { name: "Conversations" }).getByRole("button", { name: "Alpha to beta in a.txt" }).waitFor()
+    const shot = Path.join(tmp, "finished-task.png")
+    await page.screenshot({ path: shot })
+    assert.isTrue(Fs.statSync(shot).size > 10_000)
+    if (process.env["BATON_UPDATE_SCREENSHOT"] !== undefined) Fs.copyFileSync(shot, Path.join(ROOT, "docs", "web-page.png"))
+    await page.close()
+  })
+
+  it("streams as it arrives; a reload restores the transcript and re-joins the running task with its pending question; two tabs, the first answer wins", async () => {
+    await inScope(model.enqueue(Reply.text("First answer.")))
+    const tabA = await browser.newPage()
+    const id = await newConversation(tabA)
+    await send(tabA, "first")
+    await tabA.getByText("First answer.").waitFor()
+    let release = () => {}
+    const held = new Promise<void>((resolve) => (release = resolve))
+    // message_start, content_block_start, the first text delta; the rest waits for `held`.
+    await inScope(model.enqueue(
+      Reply.scenario({ text: ["Let me ", "list it."], toolCalls: [{ id: "call_ls", name: "LS", args: {} }] }, { writes: [{ events: 3 }, { events: 100, after: held }] }),
+      Reply.text("Listed.")
+    ))
+    await send(tabA, "second")
+    await tabA.getByText("Let me", { exact: true }).waitFor()
+    await button(tabA, "Stop").waitFor()
+    // While the task runs the same box steers it.
+    await message(tabA).fill("and count them")
+    await button(tabA, "Steer").click()
+    await tabA.waitForFunction("document.getElementById('message').value === ''")
+    await tabA.reload()
+    // The history up to the task, then the task from its start, mid-stream.
+    await tabA.getByText("First answer.").waitFor()
+    await tabA.getByText("Let me", { exact: true }).waitFor()
+    await button(tabA, "Steer").waitFor()
+    release()
+    await button(tabA, "Allow").waitFor()
+    await tabA.reload()
+    await button(tabA, "Allow").waitFor()
+    assert.include(await tabA.locator("#transcript").textContent(), "Let me list it.")
+    const tabB = await browser.newPage()
+    await tabB.goto(`${web.url}#${id}`)
+    await button(tabB, "Allow").click()
+    await tabA.locator("[data-call=call_ls]").getByText("allowed by you").waitFor()
+    assert.strictEqual(await button(tabA, "Allow").count(), 0, "the other tab shows the question answered")
+    const late = await fetch(`${web.origin}/api/conversations/${id}/approvals/call_ls`, {
+      method: "POST",
+      headers: { origin: web.origin, "content-type": "application/json" },
+      body: JSON.stringify({ decision: "deny" })
+    })
+    assert.strictEqual(late.status, 409, "a second answer is refused")
+    await tabA.getByText("Listed.").waitFor()
+    await tabB.getByText("Listed.").waitFor()
+    assert.strictEqual(await tabB.locator(".user.steering").textContent(), "and count them")
+    assert.include((await inScope(model.requests)).at(-1)!.body, "and count them", "the steering went with the next model request")
+    await button(tabB, "Send").waitFor()
+    assert.strictEqual(await tabB.locator("[data-call=call_ls] .result .status-success").count(), 1)
+    await tabA.close()
+    await tabB.close()
+  })
+
+  it("a 503's countdown cut short by Retry now (before the announced delay, same attempt count); another abandoned with Abandon; Stop", async () => {
+    await inScope(model.enqueue(overloaded(), Reply.text("Recovered.")))
+    const page = await browser.newPage()
+    const id = await newConversation(page)
+    const before = (await inScope(model.requests)).length
+    await send(page, "try")
+    const timer = page.getByRole("timer")
+    await timer.getByText(/retrying in 20 s/).waitFor()
+    // It counts down live; a page loaded mid-wait counts down what is left, not the whole delay.
+    await timer.getByText(/retrying in 1[0-9] s/).waitFor({ timeout: 5_000 })
+    await page.reload()
+    await timer.waitFor()
+    assert.match(await timer.textContent() ?? "", /retrying in 1[0-9] s/)
+    await button(page, "Retry now").click()
+    await page.getByText("Recovered.").waitFor()
+    assert.strictEqual(await timer.count(), 0)
+    const requests = (await inScope(model.requests)).slice(before)
+    assert.strictEqual(requests.length, 2)
+    const waited = requests[1]!.receivedAt - requests[0]!.receivedAt
+    const snapshot = (await (await fetch(`${web.origin}/api/conversations/${id}`)).json()) as {
+      readonly items: ReadonlyArray<{ readonly type: string; readonly status?: string; readonly retry_in_ms?: number; readonly attempt?: number }>
+    }
+    const announced = snapshot.items.find((i) => i.type === "request_end" && i.status === "retrying")?.retry_in_ms
+    assert.strictEqual(announced, 20_000)
+    assert.isBelow(waited, 15_000, "the retry came before the announced delay")
+    assert.deepStrictEqual(snapshot.items.filter((i) => i.type === "request_begin").map((i) => i.attempt), [0, 1], "the count is unchanged")
+
+    await inScope(model.enqueue(overloaded()))
+    await send(page, "again")
+    await timer.getByText(/retrying in/).waitFor()
+    await button(page, "Abandon").click()
+    await page.getByText("stopped", { exact: true }).waitFor()
+    await button(page, "Send").waitFor()
+    assert.strictEqual(await button(page, "Stop").isHidden(), true)
+    assert.strictEqual(await timer.count(), 0)
+    assert.strictEqual((await inScope(model.requests)).length, before + 3, "abandoned: no retry was sent")
+
+    // Stop ends a task that waits for an answer; its question is closed, not left to click.
+    await inScope(model.enqueue(Reply.toolCalls([{ id: "call_stop", name: "Bash", args: { command: "echo never" } }])))
+    await send(page, "run it")
+    await button(page, "Allow").waitFor()
+    await button(page, "Stop").click()
+    await page.locator("[data-call=call_stop]").getByText("not answered: the task stopped").waitFor()
+    await button(page, "Send").waitFor()
+    assert.strictEqual(await button(page, "Allow").count(), 0)
+    await page.close()
+  })
+
+  it("a 401 locks the Message box, names the credentials and offers Retry; it unlocks by itself once the host has new credentials", async () => {
+    const port = 0
+    const env = (key: string) => ({ ...model.childEnv("anthropic"), BATON_API_KEY: key })
+    const authHome = Path.join(tmp, "auth-home")
+    const rejected = () =>
+      Reply.status(401, { body: JSON.stringify({ type: "error", error: { type: "authentication_error", message: "invalid x-api-key" } }) })
+    await inScope(model.enqueue(rejected(), rejected()))
+    const first = await inScope(startWeb(["--port", String(port), "-w", workspace, "--home", authHome], env("sk-rejected")))
+    const page = await browser.newPage()
+    await page.goto(first.url)
+    await button(page, "New conversation").click()
+    await send(page, "hello")
+    await button(page, "Retry").waitFor()
+    assert.isTrue(await message(page).isDisabled(), "the Message box is locked")
+    assert.isTrue(await button(page, "Send").isDisabled())
+    const banner = await page.locator("#banner").textContent()
+    assert.include(banner, `the API key for anthropic at ${model.url} (BATON_API_KEY)`)
+    assert.include(banner, "invalid x-api-key")
+    const before = (await inScope(model.requests)).length
+    await button(page, "Retry").click()
+    await inScope(model.awaitRequests(before + 1))
+    await page.getByText("stopped: auth", { exact: false }).nth(1).waitFor()
+    await button(page, "Retry").waitFor()
+    assert.isTrue(await message(page).isDisabled(), "refused again: still locked")
+    // New credentials: the host restarts with them on the same address; the page reconnects by itself.
+    await Effect.runPromise(first.stop)
+    await inScope(startWeb(["--port", new URL(first.origin).port, "-w", workspace, "--home", authHome], env("sk-accepted")))
+    await page.locator("#message:enabled").waitFor({ timeout: 15_000 })
+    assert.strictEqual(await button(page, "Retry").count(), 0)
+    await inScope(model.enqueue(Reply.text("Authorized now.")))
+    await send(page, "hello again")
+    await page.getByText("Authorized now.").waitFor()
+    const last = (await inScope(model.requests)).at(-1)!
+    assert.strictEqual(last.headers["x-api-key"], "sk-accepted")
+    await page.close()
+  })
+
+  it("a cross-origin POST from another page is refused (403) and changes nothing", async () => {
+    const other = Http.createServer((_req, res) => res.end("<!doctype html><title>another site</title>"))
+    await new Promise<void>((resolve) => other.listen(0, "127.0.0.1", resolve))
+    try {
+      const list = async () => ((await (await fetch(`${web.origin}/api/conversations`)).json()) as { conversations: ReadonlyArray<unknown> }).conversations.length
+      const count = await list()
+      const page = await browser.newPage()
+      await page.goto(`http://127.0.0.1:${(other.address() as { port: number }).port}/`)
+      const [refused] = await Promise.all([
+        page.waitForResponse((r) => r.url() === `${web.origin}/api/conversations`),
+        page.evaluate((url) => fetch(url, { method: "POST", mode: "no-cors", body: "{}" }).catch(() => undefined), `${web.origin}/api/conversations`)
+      ])
+      assert.strictEqual(refused.status(), 403)
+      assert.strictEqual(await list(), count, "nothing was created")
+      await page.close()
+    } finally {
+      other.close()
+    }
+  })
+})

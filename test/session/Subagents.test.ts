@@ -1,8 +1,9 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Deferred, Effect, Fiber, Option, Stream } from "effect"
+import { Deferred, Effect, Exit, Fiber, Layer, Option, Scope, Stream } from "effect"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import type { TaskEvent } from "../../src/domain/Events.js"
+import { ToolCallId } from "../../src/domain/Ids.js"
 import type { ProviderRequest } from "../../src/domain/ProviderEvent.js"
 import { GENERAL_PURPOSE_PROMPT } from "../../src/domain/Subagents.js"
 import type { ApprovalRequest, Approver } from "../../src/programs/session/ApprovalGate.js"
@@ -12,7 +13,8 @@ import { fakeTools, makeProbe, settle } from "../support/FakeTools.js"
 import { awaitFileText, procGone } from "../support/Processes.js"
 import { firstUserText, Routed, routedLayer, step } from "../support/routedModel.js"
 import { assertOrdering, Backend, byType, type StoreKind, Workspace } from "../support/sessionHarness.js"
-import { collect, eventually } from "../support/testing.js"
+import { tempDir } from "../support/tempDir.js"
+import { collect, eventually, input, toolResult, user } from "../support/testing.js"
 
 /** An approver that allows everything (or answers `answer(request)`) and records who asked what. */
 const recording = (answer: (request: ApprovalRequest) => "allow" | "allow_always" | "deny" = () => "allow") => {
@@ -251,4 +253,64 @@ describe.each(["memory", "remote"] as const)("Subagents: interrupt (%s)", (kind)
           ? Turn.toolCalls([{ id: "k1", name: "Bash", args: { command: "echo $$ > bash.pid; sleep 300 & wait" } }])
           : Turn.toolCalls([task("t1", "long", "run the long command")])
       )))))
+})
+
+describe.each(["sqlite", "remote"] as const)("Subagents: crash and resume (%s)", (kind) => {
+  it.scopedLive("resuming the parent re-attaches its pending Task call to the same child, which runs no committed tool again", () =>
+    Effect.gen(function*() {
+      const root = yield* tempDir
+      const taskTool = { name: "Task", description: "subagent", parameters: { type: "object" } }
+      // What a process that died mid-subagent leaves: the parent waiting on t1, the child on k2,
+      // the child's k1 committed as it finished (it ran once: runs.txt says so).
+      const died = yield* Scope.make()
+      const before = yield* Layer.buildWithScope(routedLayer(kind, (request) =>
+        Effect.succeed(
+          isChild(request)
+            ? Turn.toolCalls([
+              { id: "k1", name: "Bash", args: { command: "echo ran >> runs.txt" } },
+              { id: "k2", name: "Read", args: { file_path: "notes.txt" } }
+            ])
+            : Turn.toolCalls([task("t1", "sub", "do the thing")])
+        ), { root }), died)
+      const { childId, parentId } = yield* Effect.gen(function*() {
+        const backend = yield* Backend
+        const ws = yield* Workspace
+        Fs.writeFileSync(Path.join(ws.dir, "notes.txt"), "the notes\n")
+        const parent = yield* backend.createConversation({ system_prompt: "parent", tools: [taskTool] })
+        yield* collect(backend.send(parent.id, input(user("go"))))
+        const link = { conversation_id: parent.id, tool_call_id: ToolCallId.make("t1") }
+        const child = yield* backend.createConversation({ system_prompt: GENERAL_PURPOSE_PROMPT }, { title: "sub", parent: link })
+        yield* collect(backend.send(child.id, input(user("do the thing"))))
+        Fs.writeFileSync(Path.join(ws.dir, "runs.txt"), "ran\n")
+        yield* backend.submitResult(child.id, toolResult("k1", "ran once"))
+        assert.deepStrictEqual((yield* backend.pendingApprovals(child.id)).map((c) => c.tool_call_id), ["k2"])
+        return { childId: child.id, parentId: parent.id }
+      }).pipe(Effect.provide(before))
+      yield* Scope.close(died, Exit.void)
+
+      const after = yield* Layer.build(routedLayer(kind, (request) =>
+        Effect.succeed(isChild(request) ? Turn.text("child answer") : Turn.text("parent done")), { root }))
+      yield* Effect.gen(function*() {
+        const backend = yield* Backend
+        const ws = yield* Workspace
+        const model = yield* Routed
+        const { approver, asked } = recording()
+        const session = yield* open({ conversationId: parentId, approver })
+        const events = yield* collect(session.run([]))
+        assert.deepStrictEqual(asked, ["t1", "sub:k2"])
+        assert.isTrue(events.filter((e) => e.origin !== undefined).every((e) => e.origin!.conversation_id === childId), "the same child")
+        assert.strictEqual(Fs.readFileSync(Path.join(ws.dir, "runs.txt"), "utf8"), "ran\n", "k1 never ran again")
+        assert.isFalse(events.some((e) => e.type === "tool_return" && e.tool_call_id === "k1"))
+        const childRequest = model.requests.find(isChild)!
+        assert.deepStrictEqual(
+          childRequest.history.flatMap((m) => (m.type === "tool_return" ? [[m.tool_call_id, m.content.includes("ran once") || m.content.includes("the notes")]] : [])),
+          [["k1", true], ["k2", true]]
+        )
+        const parentLast = model.requests.filter((r) => !isChild(r)).at(-1)!.history.at(-1)!
+        assert.deepStrictEqual(parentLast.type === "tool_return" && [parentLast.tool_call_id, parentLast.content], ["t1", "child answer"])
+        const all = (yield* backend.listConversations({ limit: 500 })).items
+        assert.deepStrictEqual(all.map((c) => c.id).sort(), [childId, parentId].sort(), "no second child")
+        assert.deepStrictEqual(yield* backend.pendingApprovals(childId), [])
+      }).pipe(Effect.provide(after))
+    }))
 })

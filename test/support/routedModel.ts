@@ -29,7 +29,10 @@ export const firstUserText = (request: ProviderRequest) => {
   return first?.type === "user_message" ? first.content : ""
 }
 
-/** The workspace, a real executor (the built-ins, or `tools`), the backend over `kind`, and the routed model. */
+/**
+ * The workspace, a real executor (the built-ins, or `tools`), the backend over `kind`, and the routed
+ * model. With `root`, the store is a SQLite file in it (behind the server too, for "remote").
+ */
 export const routedLayer = (
   kind: StoreKind,
   route: (request: ProviderRequest) => Effect.Effect<Turn>,
@@ -50,7 +53,8 @@ export const routedLayer = (
     })
     return backendLayer(kind).pipe(
       Layer.provideMerge(Layer.succeed(Provider, provider)),
-      Layer.provide(storeLayer(kind, root)),
+      // A root given by the caller outlives this layer: a SQLite file there is what a second "process" finds.
+      Layer.provide(storeLayer(options?.root !== undefined ? "sqlite" : kind, root)),
       Layer.provideMerge(Layer.succeed(ToolExecutor, executor)),
       Layer.provideMerge(Layer.succeed(Workspace, { root, dir: workspace })),
       Layer.merge(Layer.succeed(Routed, model))

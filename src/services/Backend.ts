@@ -8,6 +8,7 @@ import type { Page, StoredItem } from "../domain/History.js"
 import type { ConversationId, RunId } from "../domain/Ids.js"
 import type { ToolCall, ToolReturn } from "../domain/Messages.js"
 import type { SendInput } from "../domain/Run.js"
+import type { ListConversationsOptions } from "./Store.js"
 
 /**
  * src/services/ holds the ports at its top — Backend (this module), Provider, Store, ToolExecutor,
@@ -33,7 +34,8 @@ export class Backend extends Context.Tag("baton/Backend")<Backend, {
     options?: { readonly title?: string; readonly parent?: ParentLink }
   ) => Effect.Effect<Conversation, BackendError>
   readonly getConversation: (id: ConversationId) => Effect.Effect<Conversation, BackendError>
-  readonly listConversations: (options?: { readonly limit?: number; readonly before?: string }) => Effect.Effect<Page<Conversation>, BackendError>
+  /** Newest first; `roots` leaves subagents out, `parent` lists one conversation's subagents. */
+  readonly listConversations: (options?: ListConversationsOptions) => Effect.Effect<Page<Conversation>, BackendError>
   readonly updateConversation: (
     id: ConversationId,
     patch: { readonly settings?: ConversationSettings; readonly title?: string }

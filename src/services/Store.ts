@@ -23,6 +23,16 @@ export interface CreateConversationOptions {
   readonly forked_from?: ForkLink
 }
 
+/** A page of conversations, newest first: all of them, only top-level ones, or one conversation's subagents. */
+export interface ListConversationsOptions {
+  readonly limit?: number
+  readonly before?: string
+  /** Only the subagent conversations this conversation's Task calls started. */
+  readonly parent?: ConversationId
+  /** Only conversations that are nobody's subagent. */
+  readonly roots?: boolean
+}
+
 export class Store extends Context.Tag("baton/Store")<Store, {
   readonly createConversation: (
     settings: ConversationSettingsInput,
@@ -30,10 +40,7 @@ export class Store extends Context.Tag("baton/Store")<Store, {
   ) => Effect.Effect<Conversation, StoreError>
   readonly getConversation: (id: ConversationId) => Effect.Effect<Conversation, NotFound | StoreError>
   /** Newest (most recently updated: created, updated, or something recorded in it) first; a bad cursor is InvalidInput. */
-  readonly listConversations: (options?: {
-    readonly limit?: number
-    readonly before?: string
-  }) => Effect.Effect<Page<Conversation>, InvalidInput | StoreError>
+  readonly listConversations: (options?: ListConversationsOptions) => Effect.Effect<Page<Conversation>, InvalidInput | StoreError>
   readonly updateConversation: (
     id: ConversationId,
     patch: { readonly settings?: ConversationSettings; readonly title?: string }

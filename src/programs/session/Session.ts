@@ -48,6 +48,8 @@ export interface SessionConfig {
    * grants) and is not offered `Task` (one level).
    */
   readonly parent?: { readonly gate: Gate }
+  /** false: the model is not offered `Task` (a replay of a recording made without it). Default true. */
+  readonly subagents?: boolean
 }
 
 export interface RunOptions {
@@ -139,7 +141,8 @@ export const open = Effect.fn("Session.open")(function*(config: SessionConfig = 
   const workspaceExecutor = yield* ToolExecutor
   const types = subagentTypes(config.agents)
   // What this session's model is offered: a parent's tools include Task, a child's never do.
-  const executor = config.parent === undefined ? offeringTask(workspaceExecutor, types) : workspaceExecutor
+  const delegates = config.parent === undefined && config.subagents !== false
+  const executor = delegates ? offeringTask(workspaceExecutor, types) : workspaceExecutor
   const rules = yield* Either.match(parseRules(config.rules ?? emptyRules), { onLeft: Effect.fail, onRight: Effect.succeed })
   const workspace = executor.workspace
   // The executor resolves symlinks in these itself (its confinement rule), so plain paths suffice here.
@@ -177,7 +180,7 @@ export const open = Effect.fn("Session.open")(function*(config: SessionConfig = 
         const emit = (events: ReadonlyArray<TaskEvent>) => Effect.asVoid(out.offerAll(events))
         const deps: TaskDeps = {
           backend: sendingCurrentTools(backend, syncTools),
-          executor: config.parent !== undefined ? executor : runningTasks(executor, {
+          executor: !delegates ? executor : runningTasks(executor, {
             backend,
             executor: workspaceExecutor,
             conversationId: conversation.id,

@@ -112,7 +112,9 @@ const conversations = HttpApiGroup.make("conversations")
     HttpApiEndpoint.get("list", "/v1/conversations")
       .setUrlParams(Schema.Struct({
         limit: Schema.optionalWith(Int, { exact: true }),
-        before: Schema.optionalWith(Schema.String, { exact: true })
+        before: Schema.optionalWith(Schema.String, { exact: true }),
+        parent: Schema.optionalWith(ConversationId, { exact: true }),
+        roots: Schema.optionalWith(Schema.BooleanFromString, { exact: true })
       }))
       .addSuccess(ConversationPage)
   )

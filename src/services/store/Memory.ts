@@ -91,6 +91,8 @@ export const layerMemory: Layer.Layer<Store> = Layer.sync(Store, () => {
         const keyed = [...conversations.values()]
           .map((s) => ({ s, key: { updatedAt: s.conversation.updated_at, touched: s.touched } }))
           .filter(({ key }) => Option.isNone(cursor) || isOlder(key, cursor.value))
+          .filter(({ s }) => options?.parent === undefined || s.conversation.parent?.conversation_id === options.parent)
+          .filter(({ s }) => options?.roots !== true || s.conversation.parent === undefined)
           .sort((a, b) => compareRecencyDesc(a.key, b.key))
         const page = keyed.slice(0, limit)
         const last = page[page.length - 1]

@@ -37,12 +37,22 @@ export const makeQueries = (sql: SqlClient, dialect: SqlDialect) => {
     lockConversation: (id: string) =>
       sql<{ readonly id: string }>`SELECT id FROM conversations WHERE id = ${id}${sql.literal(dialect.lockRow)}`,
     // conversations_recent, walked newest first
-    conversationsPage: (cursor: RecencyKey | undefined, limit: number) =>
-      cursor === undefined
-        ? sql`SELECT ${conversation} FROM conversations ORDER BY updated_at DESC, touched DESC LIMIT ${limit}`
+    conversationsPage: (
+      cursor: RecencyKey | undefined,
+      limit: number,
+      filter?: { readonly parent?: string; readonly roots?: boolean }
+    ) => {
+      const lineage = filter?.parent !== undefined
+        ? sql` AND parent_id = ${filter.parent}`
+        : filter?.roots === true
+        ? sql` AND parent_id IS NULL`
+        : sql``
+      return cursor === undefined
+        ? sql`SELECT ${conversation} FROM conversations WHERE 1 = 1${lineage} ORDER BY updated_at DESC, touched DESC LIMIT ${limit}`
         : sql`SELECT ${conversation} FROM conversations
-              WHERE (updated_at, touched) < (${cursor.updatedAt}, ${cursor.touched})
-              ORDER BY updated_at DESC, touched DESC LIMIT ${limit}`,
+              WHERE (updated_at, touched) < (${cursor.updatedAt}, ${cursor.touched})${lineage}
+              ORDER BY updated_at DESC, touched DESC LIMIT ${limit}`
+    },
     insertConversation: (row: {
       readonly id: string
       readonly title: string | null

@@ -95,7 +95,7 @@ export const makeSqlStore = (engine: SqlEngine) => {
       if (options?.before !== undefined && Option.isNone(cursor)) {
         return yield* new InvalidInput({ message: `Not a conversation list cursor: ${options.before}` })
       }
-      const rows = yield* q.conversationsPage(Option.getOrUndefined(cursor), limit + 1).pipe(run)
+      const rows = yield* q.conversationsPage(Option.getOrUndefined(cursor), limit + 1, options).pipe(run)
       const decoded = yield* decodeRows(ConversationRow, source)(rows)
       const page = decoded.slice(0, limit)
       const last = page[page.length - 1]

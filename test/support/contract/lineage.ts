@@ -32,6 +32,11 @@ export const lineageContract = (withBackend: WithBackend) => {
         const other = yield* backend.createConversation(settings, { parent: { ...link, tool_call_id: ToolCallId.make("t2") } })
         assert.notStrictEqual(other.id, child.id)
         assert.strictEqual(parent.parent, undefined)
+        const children = (yield* backend.listConversations({ parent: parent.id })).items.map((c) => c.id)
+        assert.deepStrictEqual(children, [other.id, child.id], "a conversation's subagents, newest first")
+        const roots = (yield* backend.listConversations({ roots: true })).items.map((c) => c.id)
+        assert.deepStrictEqual(roots, [parent.id], "subagents left out")
+        assert.strictEqual((yield* backend.listConversations()).items.length, 3)
       })))
 
   it.effect("fork at the end: its first request is the source's context, its trace starts empty, the source is unchanged", () =>

@@ -1,7 +1,8 @@
 import { assert, describe, it } from "@effect/vitest"
 import type { TaskEvent } from "../../src/domain/Events.js"
 import type { ToolCall } from "../../src/domain/Messages.js"
-import { parseAnswer } from "../../src/programs/cli/view/ApprovalView.js"
+import type { ApprovalRequest } from "../../src/programs/session/ApprovalGate.js"
+import { parseAnswer, questionLines } from "../../src/programs/cli/view/ApprovalView.js"
 import { callHeader, type DiffLine, editDiff } from "../../src/programs/cli/view/CallView.js"
 import { initialView, type Piece, resultExcerpt, type ViewState, viewEvent } from "../../src/programs/cli/view/EventView.js"
 import { exitCodeFor, stepOutcome, type Outcome } from "../../src/programs/cli/ExitCode.js"
@@ -58,6 +59,36 @@ describe("ApprovalView", () => {
   it("only y, a or n (or the words) answer; nothing is a default", () => {
     assert.deepStrictEqual(["y", " Yes ", "a", "always", "n", "no", "deny"].map(parseAnswer), ["allow", "allow", "allow_always", "allow_always", "deny", "deny", "deny"])
     for (const stray of ["", " ", "\n", "ok", "sure", "yy", "y please", "1"]) assert.isUndefined(parseAnswer(stray), JSON.stringify(stray))
+  })
+
+  it("a subagent's question says whose call it is", () => {
+    const request = {
+      call: call("Bash", { command: "npm test" }, "k1"),
+      classification: { verdict: "ask", source: "default" },
+      grant: { text: "Bash(npm test:*)", tool: "Bash", specifier: "npm test:*" }
+    } as const
+    const origin = { conversation_id: "conv-child", tool_call_id: "t1", description: "run the tests" } as unknown as NonNullable<ApprovalRequest["origin"]>
+    const own = questionLines(request, undefined, makeStyle(false)).join("\n")
+    const child = questionLines({ ...request, origin }, undefined, makeStyle(false)).join("\n")
+    assert.include(own, "? Allow Bash npm test")
+    assert.include(child, "? subagent «run the tests» wants to run Bash npm test")
+  })
+})
+
+describe("EventView of a subagent", () => {
+  it("a child's lines are indented under its Task call, its text never the answer", () => {
+    const origin = { conversation_id: "conv-child", tool_call_id: "t1", description: "look" } as unknown as NonNullable<TaskEvent["origin"]>
+    const pieces = view([
+      call("Task", { description: "look", prompt: "p" }, "t1"),
+      { type: "text_delta", content: "I will read", origin },
+      { type: "assistant_message", content: "I will read", origin },
+      { ...call("Read", { file_path: "a.txt" }, "k1"), origin }
+    ] as ReadonlyArray<TaskEvent>)
+    assert.isFalse(pieces.some((p) => p.sink === "text"), "no child text on the answer's stream")
+    const notes = pieces.map((p) => p.text).join("")
+    assert.include(notes, "↳ subagent «look» conv-child")
+    assert.include(notes, "    │ I will read")
+    assert.match(notes, /^ {4}│ .*a\.txt/m)
   })
 })
 

@@ -4,6 +4,7 @@ import * as Fs from "node:fs"
 import * as Path from "node:path"
 import type { TaskEvent } from "../../src/domain/Events.js"
 import { ToolCallId } from "../../src/domain/Ids.js"
+import * as PE from "../../src/domain/ProviderError.js"
 import type { ProviderRequest } from "../../src/domain/ProviderEvent.js"
 import { GENERAL_PURPOSE_PROMPT } from "../../src/domain/Subagents.js"
 import type { ApprovalRequest, Approver } from "../../src/programs/session/ApprovalGate.js"
@@ -160,6 +161,63 @@ describe("Subagents: types, grants, rules", () => {
       )))))
 })
 
+describe("Subagents: one question at a time, failures", () => {
+  it.scopedLive("two children asking at once: the approver is asked one question at a time", () =>
+    Effect.gen(function*() {
+      const seen: Array<TaskEvent> = []
+      let open_ = 0
+      let most = 0
+      const asked: Array<string> = []
+      const approver: Approver = (request) =>
+        Effect.gen(function*() {
+          open_++
+          most = Math.max(most, open_)
+          asked.push(request.call.tool_call_id)
+          // The first child's question stays open until the other child's call has arrived too.
+          if (request.origin !== undefined && asked.length === 3) {
+            yield* eventually(Effect.sync(() => seen.filter((e) => e.origin !== undefined && e.type === "tool_call").length === 2), "both children's calls arrived")
+            yield* settle
+          }
+          open_--
+          return "allow" as const
+        })
+      const session = yield* open({ approver })
+      yield* Stream.runForEach(session.run("two at once"), (e) => Effect.sync(() => seen.push(e)))
+      assert.deepStrictEqual(asked.slice(0, 2).sort(), ["tA", "tB"])
+      assert.deepStrictEqual(asked.slice(2).sort(), ["a1", "b1"])
+      assert.strictEqual(most, 1, "never two questions open at once")
+    }).pipe(Effect.provide(routedLayer("memory", (request) =>
+      Effect.succeed(
+        isChild(request)
+          ? step(request) === 0
+            ? Turn.toolCalls([{ id: firstUserText(request) === "A" ? "a1" : "b1", name: "LS", args: {} }])
+            : Turn.text(`${firstUserText(request)} done`)
+          : step(request) === 0
+          ? Turn.toolCalls([task("tA", "A", "A"), task("tB", "B", "B")])
+          : Turn.text("both done")
+      )))))
+
+  it.scopedLive("a child whose model refuses the credentials: the Task result is an error saying so; the parent goes on", () =>
+    Effect.gen(function*() {
+      const { approver } = recording()
+      const session = yield* open({ approver })
+      const events = yield* collect(session.run("delegate"))
+      const result = byType(events.filter((e) => e.origin === undefined), "tool_return")[0]!
+      assert.strictEqual(result.status, "error")
+      assert.include(result.content, "subagent «doomed» stopped (auth)")
+      assert.include(result.content, "bad key")
+      const last = events.at(-1)!
+      assert.strictEqual(last.type === "stop_reason" && last.reason, "end_turn")
+    }).pipe(Effect.provide(routedLayer("memory", (request) =>
+      Effect.succeed(
+        isChild(request)
+          ? Turn.fail(new PE.ProviderAuth({ status: 401, message: "bad key" }))
+          : step(request) === 0
+          ? Turn.toolCalls([task("t1", "doomed", "try")])
+          : Turn.text("the subagent could not run")
+      )))))
+})
+
 describe("Subagents: locks", () => {
   const probe = makeProbe()
   it.scopedLive("two children editing one file run in call order; a child's Bash never overlaps the parent's Read; the Task calls hold no lock", () =>
@@ -311,6 +369,39 @@ describe.each(["sqlite", "remote"] as const)("Subagents: crash and resume (%s)",
         const all = (yield* backend.listConversations({ limit: 500 })).items
         assert.deepStrictEqual(all.map((c) => c.id).sort(), [childId, parentId].sort(), "no second child")
         assert.deepStrictEqual(yield* backend.pendingApprovals(childId), [])
+      }).pipe(Effect.provide(after))
+    }))
+})
+
+describe("Subagents: a child that had finished", () => {
+  it.scopedLive("resuming after the child answered but before its Task result was recorded: the answer is taken, the child is not run again", () =>
+    Effect.gen(function*() {
+      const root = yield* tempDir
+      const died = yield* Scope.make()
+      const before = yield* Layer.buildWithScope(routedLayer("sqlite", (request) =>
+        Effect.succeed(isChild(request) ? Turn.text("the answer, already given") : Turn.toolCalls([task("t1", "sub", "answer")])), { root }), died)
+      const { childId, parentId } = yield* Effect.gen(function*() {
+        const backend = yield* Backend
+        const parent = yield* backend.createConversation({ system_prompt: "parent", tools: [{ name: "Task", description: "subagent", parameters: { type: "object" } }] })
+        yield* collect(backend.send(parent.id, input(user("go"))))
+        const child = yield* backend.createConversation({ system_prompt: GENERAL_PURPOSE_PROMPT }, {
+          parent: { conversation_id: parent.id, tool_call_id: ToolCallId.make("t1") }
+        })
+        yield* collect(backend.send(child.id, input(user("answer"))))
+        return { childId: child.id, parentId: parent.id }
+      }).pipe(Effect.provide(before))
+      yield* Scope.close(died, Exit.void)
+
+      const after = yield* Layer.build(routedLayer("sqlite", () => Effect.succeed(Turn.text("parent done")), { root }))
+      yield* Effect.gen(function*() {
+        const model = yield* Routed
+        const { approver } = recording()
+        const session = yield* open({ conversationId: parentId, approver })
+        const events = yield* collect(session.run([]))
+        const result = byType(events, "tool_return")[0]!
+        assert.deepStrictEqual([result.tool_call_id, result.status, result.content], ["t1", "success", "the answer, already given"])
+        assert.strictEqual(model.requests.length, 1, "only the parent asked the model")
+        assert.deepStrictEqual((yield* (yield* Backend).listConversations({ parent: parentId })).items.map((c) => c.id), [childId])
       }).pipe(Effect.provide(after))
     }))
 })

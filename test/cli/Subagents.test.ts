@@ -5,6 +5,7 @@ import * as Path from "node:path"
 import { cliDirs, jsonEvents, runCli } from "../support/cliProcess.js"
 import * as MockModelServer from "../support/MockModelServer.js"
 import { Reply } from "../support/MockModelServer.js"
+import { runInPty } from "../support/ptyProcess.js"
 import { byType } from "../support/sessionHarness.js"
 
 /** `baton run` with a subagent (real processes, the mock model on the real wire), then `sessions list|show|fork`. */
@@ -83,5 +84,36 @@ describe("baton run with subagents, sessions list/show/fork (built CLI)", () => 
       assert.include(run.stderr, "↳ subagent «read a»")
       assert.match(run.stderr, /^ {4}│ .*a\.txt/m)
       assert.match(run.stderr, /^ {4}│ a\.txt says alpha$/m)
+    }))
+
+  it.scopedLive("chat: a subagent's question names it; /fork continues in a fork that holds the context so far", () =>
+    Effect.gen(function*() {
+      const dirs = yield* cliDirs
+      Fs.writeFileSync(Path.join(dirs.workspace, "a.txt"), "alpha\n")
+      const server = yield* MockModelServer.make({ replies: [...delegating, Reply.text("Forked reply.")] })
+      const env = { ...server.childEnv("openai-chat"), BATON_HOME: dirs.home }
+      const result = yield* runInPty(["chat", "--workspace", dirs.workspace], [
+        { expect: "new conversation conv-" },
+        { send: "use a subagent\r" },
+        { expect: "Allow Task" },
+        { send: "y\r" },
+        { expect: "subagent «read a» wants to run Read a\\.txt" },
+        { send: "y\r" },
+        { expect: "The subagent found: alpha\\." },
+        { send: "/fork\r" },
+        { expect: "forked conv-\\S+ at position \\d+: continuing in conv-" },
+        { send: "and now?\r" },
+        { expect: "Forked reply\\." },
+        { send: "/exit\r" },
+        { wait_exit: true }
+      ], env)
+      assert.isTrue(result.ok, `${result.reason}\n${result.transcript}`)
+      const requests = yield* server.requests
+      assert.strictEqual(requests.length, 5)
+      assert.include(requests[4]!.body, "a.txt says alpha", "the fork's context holds the Task result")
+      assert.include(requests[4]!.body, "and now?")
+      const listed = (yield* runCli(["sessions", "list", "--json"], { env })).stdout.trim().split("\n")
+        .map((l) => JSON.parse(l) as { readonly forked_from?: { readonly conversation_id: string } })
+      assert.isTrue(listed.some((c) => c.forked_from !== undefined))
     }))
 })

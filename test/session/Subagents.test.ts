@@ -12,6 +12,7 @@ import { open } from "../../src/programs/session/Session.js"
 import { Turn } from "../../src/services/provider/Scripted.js"
 import { fakeTools, makeProbe, settle } from "../support/FakeTools.js"
 import { awaitFileText, procGone } from "../support/Processes.js"
+import { onPostgres } from "../support/pgDatabase.js"
 import { firstUserText, Routed, routedLayer, step } from "../support/routedModel.js"
 import { assertOrdering, Backend, byType, type StoreKind, Workspace } from "../support/sessionHarness.js"
 import { tempDir } from "../support/tempDir.js"
@@ -95,6 +96,7 @@ const suite = (kind: StoreKind) =>
 
 suite("memory")
 suite("sqlite")
+onPostgres("Subagents (postgres)", () => suite("postgres"))
 suite("remote")
 
 describe("Subagents: types, grants, rules", () => {

@@ -78,7 +78,7 @@ const restricted = (executor: ToolExecutor["Type"], agent: AgentDefinition): Too
     workspace: executor.workspace,
     definitions: derived(executor.definitions, (definitions) => definitions.filter((d) => offered(d.name))),
     start: (call, options) =>
-      offered(call.name) || (allowed === undefined && call.name !== TASK_TOOL)
+      offered(call.name)
         ? executor.start(call, options)
         : Effect.forkScoped(Effect.succeed(errorResult(
           call,
@@ -121,40 +121,39 @@ const outcome = (description: string, maxTurns: number, end: ChildEnd): { readon
 }
 
 /** The child's task: streamed into the parent's with `origin`, read down to its answer and stop. */
-const runChild = (host: SubagentHost, call: ToolCall, args: TaskArgs, agent: AgentDefinition) =>
-  Effect.gen(function*() {
-    const executor = restricted(host.executor, agent)
-    const parent = yield* host.backend.getConversation(host.conversationId)
-    const { model: _model, ...inherited } = parent.settings
-    const model = agent.model ?? parent.settings.model
-    const conversation = yield* host.backend.createConversation(
-      { ...inherited, ...(model !== undefined ? { model } : {}), system_prompt: agent.prompt, tools: yield* executor.definitions },
-      { title: args.description, parent: { conversation_id: host.conversationId, tool_call_id: call.tool_call_id } }
-    )
-    const origin: Origin = { conversation_id: conversation.id, tool_call_id: call.tool_call_id, description: args.description }
-    const resumed = yield* resumePoint(host.backend, conversation.id, args.prompt)
-    if (Either.isRight(resumed)) return { answer: resumed.right, stop: "end_turn", error: undefined } satisfies ChildEnd
-    const session = yield* host.open({ conversationId: conversation.id, parent: { gate: host.gate } }, executor)
-    const approver = host.approver
-    const options = {
-      maxTurns: host.maxTurns,
-      ...(approver !== undefined ? { approver: ((request) => approver({ ...request, origin })) satisfies Approver } : {}),
-      ...(host.thinking !== undefined ? { thinking: host.thinking } : {})
-    }
-    let end: ChildEnd = { answer: undefined, stop: undefined, error: undefined }
-    yield* session.run(resumed.left, options).pipe(
-      Stream.runForEachChunk((chunk) => {
-        const events = Chunk.toReadonlyArray(chunk)
-        for (const event of events) {
-          if (event.type === "user_message") end = { ...end, answer: undefined }
-          if (event.type === "assistant_message") end = { ...end, answer: event.content }
-          if (event.type === "stop_reason") end = { ...end, stop: event.reason, error: event.error?.message }
-        }
-        return host.emit(events.map((event) => ({ ...event, origin })))
-      })
-    )
-    return end
-  })
+const runChild = Effect.fn("Subagent.runChild")(function*(host: SubagentHost, call: ToolCall, args: TaskArgs, agent: AgentDefinition) {
+  const executor = restricted(host.executor, agent)
+  const parent = yield* host.backend.getConversation(host.conversationId)
+  const { model: _model, ...inherited } = parent.settings
+  const model = agent.model ?? parent.settings.model
+  const conversation = yield* host.backend.createConversation(
+    { ...inherited, ...(model !== undefined ? { model } : {}), system_prompt: agent.prompt, tools: yield* executor.definitions },
+    { title: args.description, parent: { conversation_id: host.conversationId, tool_call_id: call.tool_call_id } }
+  )
+  const origin: Origin = { conversation_id: conversation.id, tool_call_id: call.tool_call_id, description: args.description }
+  const resumed = yield* resumePoint(host.backend, conversation.id, args.prompt)
+  if (Either.isRight(resumed)) return { answer: resumed.right, stop: "end_turn", error: undefined } satisfies ChildEnd
+  const session = yield* host.open({ conversationId: conversation.id, parent: { gate: host.gate } }, executor)
+  const approver = host.approver
+  const options = {
+    maxTurns: host.maxTurns,
+    ...(approver !== undefined ? { approver: ((request) => approver({ ...request, origin })) satisfies Approver } : {}),
+    ...(host.thinking !== undefined ? { thinking: host.thinking } : {})
+  }
+  let end: ChildEnd = { answer: undefined, stop: undefined, error: undefined }
+  yield* session.run(resumed.left, options).pipe(
+    Stream.runForEachChunk((chunk) => {
+      const events = Chunk.toReadonlyArray(chunk)
+      for (const event of events) {
+        if (event.type === "user_message") end = { ...end, answer: undefined }
+        if (event.type === "assistant_message") end = { ...end, answer: event.content }
+        if (event.type === "stop_reason") end = { ...end, stop: event.reason, error: event.error?.message }
+      }
+      return host.emit(events.map((event) => ({ ...event, origin })))
+    })
+  )
+  return end
+})
 
 /** One Task call, from its arguments to its result; never fails (a failure is the result's text). */
 const runTaskCall = Effect.fn("Subagent.runTaskCall")(function*(host: SubagentHost, call: ToolCall) {

@@ -4,11 +4,10 @@ import type { BackendError, NotFound, StoreError } from "../domain/Errors.js"
 import type { CarryOver } from "../domain/CarryOver.js"
 import type { Compactability } from "../domain/Compaction.js"
 import type { ApprovalDecision, Chunk, CompactionReason } from "../domain/Events.js"
-import type { Page, StoredItem } from "../domain/History.js"
+import type { ListConversationsOptions, Page, StoredItem } from "../domain/History.js"
 import type { ConversationId, RunId } from "../domain/Ids.js"
 import type { ToolCall, ToolReturn } from "../domain/Messages.js"
 import type { SendInput } from "../domain/Run.js"
-import type { ListConversationsOptions } from "./Store.js"
 
 /**
  * src/services/ holds the ports at its top — Backend (this module), Provider, Store, ToolExecutor,

@@ -1,5 +1,5 @@
 import { Context, type Effect, type Option, type Stream } from "effect"
-import type { ItemQuery, Page, StoredItem, Write } from "../domain/History.js"
+import type { ItemQuery, ListConversationsOptions, Page, StoredItem, Write } from "../domain/History.js"
 import type { Run, RunKind } from "../domain/Run.js"
 import type { Conversation, ConversationSettings, ConversationSettingsInput, ForkLink, ParentLink } from "../domain/Conversation.js"
 import type { ChunkSeqError, Conflict, InvalidInput, NotFound, StoreError, ToolCallAnswered } from "../domain/Errors.js"
@@ -21,16 +21,6 @@ export interface CreateConversationOptions {
   readonly title?: string
   readonly parent?: ParentLink
   readonly forked_from?: ForkLink
-}
-
-/** A page of conversations, newest first: all of them, only top-level ones, or one conversation's subagents. */
-export interface ListConversationsOptions {
-  readonly limit?: number
-  readonly before?: string
-  /** Only the subagent conversations this conversation's Task calls started. */
-  readonly parent?: ConversationId
-  /** Only conversations that are nobody's subagent. */
-  readonly roots?: boolean
 }
 
 export class Store extends Context.Tag("baton/Store")<Store, {

@@ -70,11 +70,14 @@ export const layerMemory: Layer.Layer<Store> = Layer.sync(Store, () => {
   return Store.of({
     createConversation: Effect.fn("Store.createConversation")(function*(input, options) {
       const parent = options?.parent
-      const existing = parent === undefined ? undefined : [...conversations.values()].find((s) =>
-        s.conversation.parent?.conversation_id === parent.conversation_id && s.conversation.parent.tool_call_id === parent.tool_call_id
-      )
-      if (existing !== undefined) return existing.conversation
+      const childOf = () =>
+        parent === undefined ? undefined : [...conversations.values()].find((s) =>
+          s.conversation.parent?.conversation_id === parent.conversation_id && s.conversation.parent.tool_call_id === parent.tool_call_id
+        )
       const conversation = yield* makeConversation(input, options)
+      // Looked up after the last yield, so two creations with one link never both insert.
+      const existing = childOf()
+      if (existing !== undefined) return existing.conversation
       conversations.set(conversation.id, { conversation, touched: ++touchCounter, segment: 1, rows: [], open: [] })
       return conversation
     }),

@@ -37,6 +37,9 @@ export const lineageContract = (withBackend: WithBackend) => {
         const roots = (yield* backend.listConversations({ roots: true })).items.map((c) => c.id)
         assert.deepStrictEqual(roots, [parent.id], "subagents left out")
         assert.strictEqual((yield* backend.listConversations()).items.length, 3)
+        const link3 = { ...link, tool_call_id: ToolCallId.make("t3") }
+        const raced = yield* Effect.all(Array.from({ length: 5 }, () => backend.createConversation(settings, { parent: link3 })), { concurrency: "unbounded" })
+        assert.strictEqual(new Set(raced.map((c) => c.id)).size, 1, "creations racing on one link make one conversation")
       })))
 
   it.effect("fork at the end: its first request is the source's context, its trace starts empty, the source is unchanged", () =>

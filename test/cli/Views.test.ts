@@ -174,5 +174,8 @@ describe("ExitCode", () => {
     assert.deepStrictEqual(["error", "max_turns", "max_tokens", "auth", "cancelled"].map((r) => exitCodeFor(outcome([stop(r)]))), [1, 1, 1, 3, 130])
     assert.strictEqual(exitCodeFor(outcome([stop("requires_approval"), { type: "abort" } as TaskEvent])), 130)
     assert.strictEqual(exitCodeFor(undefined), 1)
+    const fromChild = { ...stop("auth"), origin: { conversation_id: "conv-c", tool_call_id: "t1", description: "d" } } as TaskEvent
+    assert.strictEqual(exitCodeFor(outcome([stop("requires_approval"), fromChild, stop("end_turn")])), 0, "a subagent's stop is not the task's")
+    assert.strictEqual(exitCodeFor(outcome([stop("end_turn"), fromChild])), 0)
   })
 })

@@ -11,8 +11,8 @@ import type { ThinkingLevel } from "../../domain/ProviderEvent.js"
 import { DEFAULT_MAX_TURNS, emptyRules, type PermissionRules } from "../../domain/Settings.js"
 import type { Compactability } from "../../domain/Compaction.js"
 import { Backend } from "../../services/Backend.js"
+import { type Agents, subagentTypes } from "../../domain/Subagents.js"
 import { ToolExecutor } from "../../services/ToolExecutor.js"
-import { subagentTypes, type Agents } from "../../domain/Subagents.js"
 import { type Approver, type Gate, makeGate } from "./ApprovalGate.js"
 import { interruptTask } from "./Interrupt.js"
 import { offeringTask, runningTasks } from "./Subagent.js"
@@ -28,8 +28,8 @@ import type { ToolBatch } from "./ToolBatch.js"
  * approved and executed eagerly); ApprovalGate (rules, session grants, the approver); Interrupt
  * (stopping a task at any moment and the carry-over it leaves); Resume (calls a dead process
  * left pending, and a run stream that broke off); and Subagent (the `Task` tool: child sessions on
- * the same executor, approvals through the parent's approver). It reaches the model and the store only through
- * the Backend port, so it works the same over a local or a remote backend.
+ * the same executor, approvals through the parent's approver). It reaches the model and the store
+ * only through the Backend port, so it works the same over a local or a remote backend.
  */
 
 export type SessionError = BackendError
@@ -190,8 +190,12 @@ export const open = Effect.fn("Session.open")(function*(config: SessionConfig = 
             emit,
             maxTurns,
             thinking: options?.thinking,
+            // The parent's rules too, for their additionalDirectories (its gate decides the calls).
             open: (childConfig, childExecutor) =>
-              open({ ...childConfig, ...(config.rules !== undefined ? { rules: config.rules } : {}) }).pipe(Effect.provideService(ToolExecutor, childExecutor), Effect.provideService(Backend, backend))
+              open({ ...childConfig, ...(config.rules !== undefined ? { rules: config.rules } : {}) }).pipe(
+                Effect.provideService(ToolExecutor, childExecutor),
+                Effect.provideService(Backend, backend)
+              )
           }),
           gate,
           conversationId: conversation.id,

@@ -89,6 +89,15 @@ describe("EventView of a subagent", () => {
     assert.include(notes, "↳ subagent «look» conv-child")
     assert.include(notes, "    │ I will read")
     assert.match(notes, /^ {4}│ .*a\.txt/m)
+    const other = { ...origin, tool_call_id: "t2", description: "other" } as NonNullable<TaskEvent["origin"]>
+    const two = view([
+      { type: "assistant_message", content: "first", origin },
+      { type: "assistant_message", content: "second", origin: other },
+      { type: "assistant_message", content: "third", origin }
+    ] as ReadonlyArray<TaskEvent>).map((p) => p.text).join("")
+    assert.include(two, "    │ first")
+    assert.include(two, "    │ «other» second", "with two children, each line says whose it is")
+    assert.include(two, "    │ «look» third")
   })
 })
 

@@ -259,6 +259,9 @@ const viewSubagent = (state: ViewState, event: TaskEvent, origin: Origin, option
     ...(event.type === "assistant_message" && event.content.trim() !== "" ? event.content.replace(/\n+$/, "").split("\n") : []),
     ...drawn.filter((p) => p.sink === "note").flatMap((p) => p.text.replace(/\n$/, "").split("\n"))
   ]
-  if (lines.length > 0) pieces.push({ sink: "note", text: `${lines.map((l) => `${SUBAGENT_INDENT}${l}`).join("\n")}\n` })
-  return [{ ...state, children: new Map(children).set(origin.tool_call_id, next) }, pieces]
+  const all = new Map(children).set(origin.tool_call_id, next)
+  // Several children interleave their lines: then each line says whose it is.
+  const indent = all.size > 1 ? `${SUBAGENT_INDENT}${style.dim(`«${origin.description}»`)} ` : SUBAGENT_INDENT
+  if (lines.length > 0) pieces.push({ sink: "note", text: `${lines.map((l) => `${indent}${l}`).join("\n")}\n` })
+  return [{ ...state, children: all }, pieces]
 }

@@ -90,7 +90,15 @@ describe("baton run with subagents, sessions list/show/fork (built CLI)", () => 
     Effect.gen(function*() {
       const dirs = yield* cliDirs
       Fs.writeFileSync(Path.join(dirs.workspace, "a.txt"), "alpha\n")
-      const server = yield* MockModelServer.make({ replies: [...delegating, Reply.text("Forked reply.")] })
+      // A local model numbers its calls per conversation: the child's first call has the parent's id.
+      const server = yield* MockModelServer.make({
+        replies: [
+          Reply.toolCalls([{ id: "call_1", name: "Task", args: { description: "read a", prompt: "what does a.txt say?" } }]),
+          Reply.toolCalls([{ id: "call_1", name: "Read", args: { file_path: "a.txt" } }]),
+          ...delegating.slice(2),
+          Reply.text("Forked reply.")
+        ]
+      })
       const env = { ...server.childEnv("openai-chat"), BATON_HOME: dirs.home }
       const result = yield* runInPty(["chat", "--workspace", dirs.workspace], [
         { expect: "new conversation conv-" },

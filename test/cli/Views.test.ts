@@ -76,6 +76,14 @@ describe("ApprovalView", () => {
 })
 
 describe("EventView of a subagent", () => {
+  it("a Task call reads as its description (and type)", () => {
+    assert.deepStrictEqual(callHeader(call("Task", { description: "find the bug", prompt: "long text", subagent_type: "reviewer" })), {
+      tool: "Task",
+      subject: "«find the bug» (reviewer)"
+    })
+  })
+
+
   it("a child's lines are indented under its Task call, its text never the answer", () => {
     const origin = { conversation_id: "conv-child", tool_call_id: "t1", description: "look" } as unknown as NonNullable<TaskEvent["origin"]>
     const pieces = view([

@@ -39,6 +39,14 @@ const builtin: Agents = {
   }
 }
 
+/**
+ * Whether a child of this type is offered the tool: never `Task`; otherwise every tool when the type
+ * lists none, else the listed ones (`mcp__server` lists all of that MCP server's tools, as in rules).
+ */
+export const offersTool = (agent: AgentDefinition, name: string): boolean =>
+  name !== TASK_TOOL &&
+  (agent.tools === undefined || agent.tools.some((tool) => tool === name || (tool.startsWith("mcp__") && name.startsWith(`${tool}__`))))
+
 /** The types a session may start: the built-in one, then the settings' (which may replace it). */
 export const subagentTypes = (configured: Agents | undefined): Agents => ({ ...builtin, ...configured })
 

@@ -5,7 +5,15 @@ import type { ConfigError } from "../../domain/Errors.js"
 import type { ConversationId } from "../../domain/Ids.js"
 import type { Origin, ToolCall } from "../../domain/Messages.js"
 import type { ThinkingLevel } from "../../domain/ProviderEvent.js"
-import { type AgentDefinition, type Agents, parseTaskCall, TASK_TOOL, type TaskArgs, taskDefinition } from "../../domain/Subagents.js"
+import {
+  type AgentDefinition,
+  type Agents,
+  offersTool,
+  parseTaskCall,
+  TASK_TOOL,
+  type TaskArgs,
+  taskDefinition
+} from "../../domain/Subagents.js"
 import type { ToolResult } from "../../domain/Tools.js"
 import type { Backend } from "../../services/Backend.js"
 import type { ToolExecutor } from "../../services/ToolExecutor.js"
@@ -72,8 +80,7 @@ export const offeringTask = (executor: ToolExecutor["Type"], types: Agents): Too
 
 /** A child's executor: the workspace's, offering only its type's tools and never `Task`. */
 const restricted = (executor: ToolExecutor["Type"], agent: AgentDefinition): ToolExecutor["Type"] => {
-  const allowed = agent.tools === undefined ? undefined : new Set(agent.tools)
-  const offered = (name: string) => name !== TASK_TOOL && (allowed === undefined || allowed.has(name))
+  const offered = (name: string) => offersTool(agent, name)
   return {
     workspace: executor.workspace,
     definitions: derived(executor.definitions, (definitions) => definitions.filter((d) => offered(d.name))),
@@ -84,7 +91,7 @@ const restricted = (executor: ToolExecutor["Type"], agent: AgentDefinition): Too
           call,
           call.name === TASK_TOOL
             ? "a subagent cannot start subagents: Task is not available here"
-            : `${call.name} is not one of this subagent's tools (${[...(allowed ?? [])].join(", ")})`,
+            : `${call.name} is not one of this subagent's tools (${(agent.tools ?? []).join(", ")})`,
           0
         )))
   }

@@ -184,13 +184,18 @@ const storeArgs = (a: Command.Command.ParseConfig<typeof store>): CommonArgs => 
 const sessionId = Args.text({ name: "id" }).pipe(Args.withDescription("A conversation id"))
 
 const sessions = Command.make("sessions").pipe(
-  Command.withDescription("List, show and export conversations"),
+  Command.withDescription("List, show, export and fork conversations"),
   Command.withSubcommands([
     Command.make(
       "list",
-      { ...store, json, limit: Options.integer("limit").pipe(Options.withPseudoName("N"), Options.withDefault(20), Options.withDescription("How many")) },
-      (a) => lazy((m) => m.sessionsList(storeArgs(a), { json: a.json, limit: a.limit }))
-    ).pipe(Command.withDescription("Recent conversations, newest first")),
+      {
+        ...store,
+        json,
+        limit: Options.integer("limit").pipe(Options.withPseudoName("N"), Options.withDefault(20), Options.withDescription("How many")),
+        all: Options.boolean("all").pipe(Options.withDescription("List subagents' conversations as their own entries too"))
+      },
+      (a) => lazy((m) => m.sessionsList(storeArgs(a), { json: a.json, limit: a.limit, all: a.all }))
+    ).pipe(Command.withDescription("Recent conversations, newest first, each with its subagents under it")),
     Command.make("show", { ...store, json, id: sessionId }, (a) => lazy((m) => m.sessionsShow(storeArgs(a), { json: a.json, id: a.id }))).pipe(
       Command.withDescription("A conversation's history (--json: the recorded events, one per line)")
     ),
@@ -198,7 +203,21 @@ const sessions = Command.make("sessions").pipe(
       "export",
       { ...store, id: sessionId, out: Options.text("out").pipe(Options.withPseudoName("DIR"), Options.withDescription("Directory for trace_001.jsonl, … (default ./baton-trace-<id>)"), Options.optional) },
       (a) => lazy((m) => m.sessionsExport(storeArgs(a), { id: a.id, out: Option.getOrUndefined(a.out) }))
-    ).pipe(Command.withDescription("Write the conversation's trace segments as JSONL files"))
+    ).pipe(Command.withDescription("Write the conversation's trace segments as JSONL files")),
+    Command.make(
+      "fork",
+      {
+        ...store,
+        json,
+        id: sessionId,
+        at: Options.integer("at").pipe(
+          Options.withPseudoName("N"),
+          Options.withDescription("Copy the context up to the item at this position (`sessions show --json` gives positions; default: all)"),
+          Options.optional
+        )
+      },
+      (a) => lazy((m) => m.sessionsFork(storeArgs(a), { id: a.id, json: a.json, at: Option.getOrUndefined(a.at) }))
+    ).pipe(Command.withDescription("A new conversation continuing from this one's context (prints its id)"))
   ])
 )
 

@@ -1,5 +1,5 @@
 import { Schema } from "effect"
-import { ConversationId } from "./Ids.js"
+import { ConversationId, ToolCallId } from "./Ids.js"
 import { CompactionSettings } from "./Settings.js"
 
 /** A tool as the model sees it; `parameters` is a JSON Schema object made from an effect Schema. */
@@ -23,11 +23,21 @@ export const ConversationSettings = Schema.Struct({
 export type ConversationSettings = typeof ConversationSettings.Type
 export type ConversationSettingsInput = typeof ConversationSettings.Encoded
 
+/** A subagent's conversation names the conversation and the `Task` call that started it. */
+export const ParentLink = Schema.Struct({ conversation_id: ConversationId, tool_call_id: ToolCallId })
+export type ParentLink = typeof ParentLink.Type
+
+/** A fork names its source and the position its copied context ends at. */
+export const ForkLink = Schema.Struct({ conversation_id: ConversationId, at: Schema.NonNegativeInt })
+export type ForkLink = typeof ForkLink.Type
+
 export const Conversation = Schema.Struct({
   id: ConversationId,
   title: Schema.optionalWith(Schema.String, { exact: true }),
   created_at: Schema.Int,
   updated_at: Schema.Int,
-  settings: ConversationSettings
+  settings: ConversationSettings,
+  parent: Schema.optionalWith(ParentLink, { exact: true }),
+  forked_from: Schema.optionalWith(ForkLink, { exact: true })
 })
 export type Conversation = typeof Conversation.Type

@@ -20,6 +20,16 @@ export interface StoredItem {
   readonly createdAt: number
 }
 
+/** A page of conversations, newest first: all of them, only top-level ones, or one conversation's subagents. */
+export interface ListConversationsOptions {
+  readonly limit?: number
+  readonly before?: string
+  /** Only the subagent conversations this conversation's Task calls started. */
+  readonly parent?: ConversationId
+  /** Only conversations that are nobody's subagent. */
+  readonly roots?: boolean
+}
+
 export interface Page<A> {
   readonly items: ReadonlyArray<A>
   /** Pass as `before` to get the next (older) page; absent on the last page. */

@@ -1,5 +1,9 @@
 import { Schema } from "effect"
-import { Otid, RunId, Seq, ToolCallId } from "./Ids.js"
+import { ConversationId, Otid, RunId, Seq, ToolCallId } from "./Ids.js"
+
+/** Which subagent an event of a parent's task stream comes from: its conversation and the `Task` call. */
+export const Origin = Schema.Struct({ conversation_id: ConversationId, tool_call_id: ToolCallId, description: Schema.String })
+export type Origin = typeof Origin.Type
 
 /**
  * Fields every item of a run's stream carries once the backend has numbered it.
@@ -7,7 +11,9 @@ import { Otid, RunId, Seq, ToolCallId } from "./Ids.js"
  */
 export const Envelope = {
   run_id: Schema.optionalWith(RunId, { exact: true }),
-  seq: Schema.optionalWith(Seq, { exact: true })
+  seq: Schema.optionalWith(Seq, { exact: true }),
+  /** Set on a subagent's events as they reach its parent's task stream; the parent's own have none. */
+  origin: Schema.optionalWith(Origin, { exact: true })
 }
 
 /** A user's text, also steering (`[user_steering]`) and context-only carry-over/summary text. */

@@ -1,6 +1,7 @@
 import { Schema } from "effect"
 import { CompactionMode } from "./Events.js"
 import { McpServers } from "./McpConfig.js"
+import { Agents } from "./Subagents.js"
 
 export const DEFAULT_COMPACTION_PROMPT = [
   "Your context window is nearly full, so this conversation will continue in a fresh context.",
@@ -96,6 +97,8 @@ export const SettingsFile = Schema.Struct({
   mcpServers: Schema.optionalWith(McpServers, { exact: true }),
   mcpToolTimeoutMs: Schema.optionalWith(Schema.Int.pipe(Schema.positive()), { exact: true }),
   mcpStartupTimeoutMs: Schema.optionalWith(Schema.Int.pipe(Schema.positive()), { exact: true }),
+  /** Subagent types the `Task` tool may start, by name; a later file's entry replaces an earlier one. */
+  agents: Schema.optionalWith(Agents, { exact: true }),
   /**
    * How hard the conversation store holds a commit. `normal` (default, SQLite synchronous=NORMAL):
    * every commit survives a killed or crashed process. `full` (synchronous=FULL): it also survives a

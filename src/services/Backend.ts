@@ -1,10 +1,10 @@
 import { Context, type Effect, type Stream } from "effect"
-import type { Conversation, ConversationSettings, ConversationSettingsInput } from "../domain/Conversation.js"
+import type { Conversation, ConversationSettings, ConversationSettingsInput, ParentLink } from "../domain/Conversation.js"
 import type { BackendError, NotFound, StoreError } from "../domain/Errors.js"
 import type { CarryOver } from "../domain/CarryOver.js"
 import type { Compactability } from "../domain/Compaction.js"
 import type { ApprovalDecision, Chunk, CompactionReason } from "../domain/Events.js"
-import type { Page, StoredItem } from "../domain/History.js"
+import type { ListConversationsOptions, Page, StoredItem } from "../domain/History.js"
 import type { ConversationId, RunId } from "../domain/Ids.js"
 import type { ToolCall, ToolReturn } from "../domain/Messages.js"
 import type { SendInput } from "../domain/Run.js"
@@ -24,9 +24,17 @@ import type { SendInput } from "../domain/Run.js"
  * (test/support/backendContract.ts) runs against both, so the Session cannot tell them apart.
  */
 export class Backend extends Context.Tag("baton/Backend")<Backend, {
-  readonly createConversation: (settings: ConversationSettingsInput, options?: { readonly title?: string }) => Effect.Effect<Conversation, BackendError>
+  /**
+   * With `parent` (a subagent's conversation) creating is idempotent: the conversation that Task call
+   * already has is returned, so a parent resumed after a crash re-attaches to it.
+   */
+  readonly createConversation: (
+    settings: ConversationSettingsInput,
+    options?: { readonly title?: string; readonly parent?: ParentLink }
+  ) => Effect.Effect<Conversation, BackendError>
   readonly getConversation: (id: ConversationId) => Effect.Effect<Conversation, BackendError>
-  readonly listConversations: (options?: { readonly limit?: number; readonly before?: string }) => Effect.Effect<Page<Conversation>, BackendError>
+  /** Newest first; `roots` leaves subagents out, `parent` lists one conversation's subagents. */
+  readonly listConversations: (options?: ListConversationsOptions) => Effect.Effect<Page<Conversation>, BackendError>
   readonly updateConversation: (
     id: ConversationId,
     patch: { readonly settings?: ConversationSettings; readonly title?: string }
@@ -77,6 +85,12 @@ export class Backend extends Context.Tag("baton/Backend")<Backend, {
   readonly compactability: (id: ConversationId) => Effect.Effect<Compactability, BackendError>
   /** A one-shot model call (no tools, no system prompt, not in history) stored as the title. */
   readonly generateTitle: (id: ConversationId) => Effect.Effect<string, BackendError>
+  /**
+   * A new conversation (`forked_from`) whose model context is a copy of this one's up to the item at
+   * position `at` (default: the last), with the same settings and a trace of its own. A cut that
+   * leaves a tool call without its result is InvalidInput; the source is never changed.
+   */
+  readonly fork: (id: ConversationId, options?: { readonly at?: number }) => Effect.Effect<Conversation, BackendError>
   /** One trace segment as JSONL. */
   readonly exportTrace: (id: ConversationId, segment: number) => Effect.Effect<string, NotFound | StoreError | BackendError>
 }>() {}

@@ -1,7 +1,7 @@
 import { Context, type Effect, type Option, type Stream } from "effect"
-import type { ItemQuery, Page, StoredItem, Write } from "../domain/History.js"
+import type { ItemQuery, ListConversationsOptions, Page, StoredItem, Write } from "../domain/History.js"
 import type { Run, RunKind } from "../domain/Run.js"
-import type { Conversation, ConversationSettings, ConversationSettingsInput } from "../domain/Conversation.js"
+import type { Conversation, ConversationSettings, ConversationSettingsInput, ForkLink, ParentLink } from "../domain/Conversation.js"
 import type { ChunkSeqError, Conflict, InvalidInput, NotFound, StoreError, ToolCallAnswered } from "../domain/Errors.js"
 import type { Chunk } from "../domain/Events.js"
 import type { ConversationId, MessageId, Otid, RunId, ToolCallId } from "../domain/Ids.js"
@@ -13,17 +13,24 @@ import type { ToolCall } from "../domain/Messages.js"
  * Implementations: StoreSqlite (default, a file), StorePg (a PostgreSQL database several processes
  * share), StoreMemory (tests); one contract suite for all.
  */
+/**
+ * How a conversation is made. With `parent`, creating is idempotent: the conversation that link
+ * already names (a subagent re-attached after a crash) is returned instead of a second one.
+ */
+export interface CreateConversationOptions {
+  readonly title?: string
+  readonly parent?: ParentLink
+  readonly forked_from?: ForkLink
+}
+
 export class Store extends Context.Tag("baton/Store")<Store, {
   readonly createConversation: (
     settings: ConversationSettingsInput,
-    options?: { readonly title?: string }
+    options?: CreateConversationOptions
   ) => Effect.Effect<Conversation, StoreError>
   readonly getConversation: (id: ConversationId) => Effect.Effect<Conversation, NotFound | StoreError>
   /** Newest (most recently updated: created, updated, or something recorded in it) first; a bad cursor is InvalidInput. */
-  readonly listConversations: (options?: {
-    readonly limit?: number
-    readonly before?: string
-  }) => Effect.Effect<Page<Conversation>, InvalidInput | StoreError>
+  readonly listConversations: (options?: ListConversationsOptions) => Effect.Effect<Page<Conversation>, InvalidInput | StoreError>
   readonly updateConversation: (
     id: ConversationId,
     patch: { readonly settings?: ConversationSettings; readonly title?: string }

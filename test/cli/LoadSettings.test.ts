@@ -57,6 +57,26 @@ describe("loadSettings", () => {
       assert.include(error.message, "extra: unknown key")
     }))
 
+  it.scoped("agents: a later file's type replaces an earlier one by name; an unknown or missing key is an error naming the field", () =>
+    Effect.gen(function*() {
+      const { home, workspace } = yield* dirs
+      write(Path.join(home, "settings.json"), {
+        agents: { reviewer: { description: "home", prompt: "p1" }, scout: { description: "s", prompt: "p2", tools: ["Read"] } }
+      })
+      write(Path.join(workspace, ".baton", "settings.json"), { agents: { reviewer: { description: "ws", prompt: "p3", model: "m" } } })
+      const loaded = yield* loadSettings(home, workspace)
+      assert.deepStrictEqual(loaded.file.agents, {
+        reviewer: { description: "ws", prompt: "p3", model: "m" },
+        scout: { description: "s", prompt: "p2", tools: ["Read"] }
+      })
+      const file = Path.join(workspace, ".baton", "settings.json")
+      write(file, { agents: { reviewer: { description: "d", prompt: "p", tool: ["Read"] }, lazy: { description: "no prompt" } } })
+      const error = yield* Effect.flip(loadSettings(home, workspace))
+      assert.strictEqual(error.source, file)
+      assert.include(error.message, "agents.reviewer.tool: unknown key")
+      assert.include(error.message, "agents.lazy.prompt")
+    }))
+
   it.scoped("not JSON, or not an object", () =>
     Effect.gen(function*() {
       const { home, workspace } = yield* dirs

@@ -1,7 +1,8 @@
 import { assert, describe, it } from "@effect/vitest"
 import type { TaskEvent } from "../../src/domain/Events.js"
 import type { ToolCall } from "../../src/domain/Messages.js"
-import { parseAnswer } from "../../src/programs/cli/view/ApprovalView.js"
+import type { ApprovalRequest } from "../../src/programs/session/ApprovalGate.js"
+import { parseAnswer, questionLines } from "../../src/programs/cli/view/ApprovalView.js"
 import { callHeader, type DiffLine, editDiff } from "../../src/programs/cli/view/CallView.js"
 import { initialView, type Piece, resultExcerpt, type ViewState, viewEvent } from "../../src/programs/cli/view/EventView.js"
 import { exitCodeFor, stepOutcome, type Outcome } from "../../src/programs/cli/ExitCode.js"
@@ -58,6 +59,53 @@ describe("ApprovalView", () => {
   it("only y, a or n (or the words) answer; nothing is a default", () => {
     assert.deepStrictEqual(["y", " Yes ", "a", "always", "n", "no", "deny"].map(parseAnswer), ["allow", "allow", "allow_always", "allow_always", "deny", "deny", "deny"])
     for (const stray of ["", " ", "\n", "ok", "sure", "yy", "y please", "1"]) assert.isUndefined(parseAnswer(stray), JSON.stringify(stray))
+  })
+
+  it("a subagent's question says whose call it is", () => {
+    const request = {
+      call: call("Bash", { command: "npm test" }, "k1"),
+      classification: { verdict: "ask", source: "default" },
+      grant: { text: "Bash(npm test:*)", tool: "Bash", specifier: "npm test:*" }
+    } as const
+    const origin = { conversation_id: "conv-child", tool_call_id: "t1", description: "run the tests" } as unknown as NonNullable<ApprovalRequest["origin"]>
+    const own = questionLines(request, undefined, makeStyle(false)).join("\n")
+    const child = questionLines({ ...request, origin }, undefined, makeStyle(false)).join("\n")
+    assert.include(own, "? Allow Bash npm test")
+    assert.include(child, "? subagent «run the tests» wants to run Bash npm test")
+  })
+})
+
+describe("EventView of a subagent", () => {
+  it("a Task call reads as its description (and type)", () => {
+    assert.deepStrictEqual(callHeader(call("Task", { description: "find the bug", prompt: "long text", subagent_type: "reviewer" })), {
+      tool: "Task",
+      subject: "«find the bug» (reviewer)"
+    })
+  })
+
+
+  it("a child's lines are indented under its Task call, its text never the answer", () => {
+    const origin = { conversation_id: "conv-child", tool_call_id: "t1", description: "look" } as unknown as NonNullable<TaskEvent["origin"]>
+    const pieces = view([
+      call("Task", { description: "look", prompt: "p" }, "t1"),
+      { type: "text_delta", content: "I will read", origin },
+      { type: "assistant_message", content: "I will read", origin },
+      { ...call("Read", { file_path: "a.txt" }, "k1"), origin }
+    ] as ReadonlyArray<TaskEvent>)
+    assert.isFalse(pieces.some((p) => p.sink === "text"), "no child text on the answer's stream")
+    const notes = pieces.map((p) => p.text).join("")
+    assert.include(notes, "↳ subagent «look» conv-child")
+    assert.include(notes, "    │ I will read")
+    assert.match(notes, /^ {4}│ .*a\.txt/m)
+    const other = { ...origin, tool_call_id: "t2", description: "other" } as NonNullable<TaskEvent["origin"]>
+    const two = view([
+      { type: "assistant_message", content: "first", origin },
+      { type: "assistant_message", content: "second", origin: other },
+      { type: "assistant_message", content: "third", origin }
+    ] as ReadonlyArray<TaskEvent>).map((p) => p.text).join("")
+    assert.include(two, "    │ first")
+    assert.include(two, "    │ «other» second", "with two children, each line says whose it is")
+    assert.include(two, "    │ «look» third")
   })
 })
 
@@ -143,5 +191,8 @@ describe("ExitCode", () => {
     assert.deepStrictEqual(["error", "max_turns", "max_tokens", "auth", "cancelled"].map((r) => exitCodeFor(outcome([stop(r)]))), [1, 1, 1, 3, 130])
     assert.strictEqual(exitCodeFor(outcome([stop("requires_approval"), { type: "abort" } as TaskEvent])), 130)
     assert.strictEqual(exitCodeFor(undefined), 1)
+    const fromChild = { ...stop("auth"), origin: { conversation_id: "conv-c", tool_call_id: "t1", description: "d" } } as TaskEvent
+    assert.strictEqual(exitCodeFor(outcome([stop("requires_approval"), fromChild, stop("end_turn")])), 0, "a subagent's stop is not the task's")
+    assert.strictEqual(exitCodeFor(outcome([stop("end_turn"), fromChild])), 0)
   })
 })

@@ -59,6 +59,25 @@ describe("server HTTP protocol", () => {
       assert.strictEqual((explicit.body as { settings: { system_prompt: string } }).settings.system_prompt, "mine")
     }))
 
+  it.scoped("POST /v1/conversations/:id/fork: no body forks at the end (201); a bad position or body is 400 and makes nothing", () =>
+    Effect.gen(function*() {
+      const { client, local, server } = yield* setup([Turn.text("hello")])
+      const conv = yield* client.createConversation({})
+      yield* collect(client.send(conv.id, input(user("hi"))))
+      const last = (yield* local.history(conv.id, { limit: 1000 })).at(-1)!.position
+      const bare = yield* fetchJson(`${server.url}/v1/conversations/${conv.id}/fork`, { method: "POST" })
+      assert.strictEqual(bare.status, 201)
+      assert.deepStrictEqual((bare.body as { forked_from: unknown }).forked_from, { conversation_id: conv.id, at: last })
+      const count = (yield* local.listConversations()).items.length
+      const beyond = yield* fetchJson(`${server.url}/v1/conversations/${conv.id}/fork`, json({ at: last + 5 }))
+      assert.strictEqual(beyond.status, 400)
+      const bad = yield* fetchJson(`${server.url}/v1/conversations/${conv.id}/fork`, json({ at: "the end" }))
+      assert.strictEqual(bad.status, 400)
+      const unknown = yield* fetchJson(`${server.url}/v1/conversations/conv-nope/fork`, { method: "POST" })
+      assert.strictEqual(unknown.status, 404)
+      assert.strictEqual((yield* local.listConversations()).items.length, count)
+    }))
+
   it.scoped("GET /v1/runs/:id/stream resumes after ?after=N; a Last-Event-ID of this run wins; unknown runs are 404", () =>
     Effect.gen(function*() {
       const { client, server } = yield* setup([Turn.text(["a", "b", "c", "d"])])
@@ -201,6 +220,7 @@ describe("server HTTP protocol", () => {
         "POST /v1/conversations/{id}/compact",
         "GET /v1/conversations/{id}/compactability",
         "POST /v1/conversations/{id}/title",
+        "POST /v1/conversations/{id}/fork",
         "GET /v1/conversations/{id}/trace/{segment}",
         "GET /healthz"
       ])

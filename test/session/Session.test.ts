@@ -7,7 +7,7 @@ import { DENIED_TEXT, INTERRUPTED_TEXT } from "../../src/domain/Messages.js"
 import type { ApprovalRequest, Approver } from "../../src/programs/session/ApprovalGate.js"
 import { open } from "../../src/programs/session/Session.js"
 import { ProviderScript, Turn } from "../../src/services/provider/Scripted.js"
-import { awaitFileText } from "../support/Processes.js"
+import { awaitFileText, procGone } from "../support/Processes.js"
 import {
   assertOrdering,
   Backend,
@@ -31,15 +31,6 @@ const scripted = (answers: ReadonlyArray<Decision>) => {
       return answers[asked.length - 1] ?? "deny"
     })
   return { approver, asked }
-}
-
-const procGone = (pid: number) => {
-  try {
-    const state = Fs.readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.[0]
-    return state === "Z" || state === "X"
-  } catch {
-    return true
-  }
 }
 
 const suite = (kind: StoreKind) =>

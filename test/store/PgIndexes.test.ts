@@ -44,7 +44,9 @@ onPostgres("StorePg indexes", () =>
         ["active run", q.activeRun("conv-7"), ["runs_running"]],
         // by id or by conversation: either index finds a handful of rows
         ["run seqs", q.runSeqs("conv-7", ["run-7-1", "run-7-2"]), []],
-        ["conversation page", q.conversationsPage({ updatedAt: 15, touched: 15 }, 3), ["conversations_recent"]]
+        ["conversation page", q.conversationsPage({ updatedAt: 15, touched: 15 }, 3), ["conversations_recent"]],
+        ["top-level page", q.conversationsPage({ updatedAt: 15, touched: 15 }, 3, { roots: true }), ["conversations_recent"]],
+        ["a Task call's child", q.childOf("conv-7", "t1"), ["conversations_parent"]]
       ] as const
       yield* populate(sql)
       yield* sql.withTransaction(Effect.gen(function*() {

@@ -27,7 +27,9 @@ describe("StoreSqlite indexes", () => {
         ["run seqs", q.runSeqs("conv-1", ["run-1", "run-2"]), ["sqlite_autoindex_runs_1"]],
         ["results of calls", q.toolReturns("conv-1", ["call-1", "call-2"]), ["items_tool_return"]],
         ["open calls among", q.openCallIds("conv-1", ["call-1"]), ["PRIMARY KEY"]],
-        ["conversation page", q.conversationsPage({ updatedAt: 5, touched: 3 }, 20), ["conversations_recent"]]
+        ["conversation page", q.conversationsPage({ updatedAt: 5, touched: 3 }, 20), ["conversations_recent"]],
+        ["top-level page", q.conversationsPage({ updatedAt: 5, touched: 3 }, 20, { roots: true }), ["conversations_recent"]],
+        ["a Task call's child", q.childOf("conv-1", "t1"), ["conversations_parent"]]
       ] as const
       for (const [name, statement, indexes] of cases) {
         const [text, params] = statement.compile()

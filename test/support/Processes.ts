@@ -26,3 +26,13 @@ export const awaitFileText = (path: string): Effect.Effect<string> =>
     check()
     return Effect.sync(() => watcher.close())
   })
+
+/** Whether a process has exited (gone, or a zombie waiting to be reaped). */
+export const procGone = (pid: number) => {
+  try {
+    const state = Fs.readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.[0]
+    return state === "Z" || state === "X"
+  } catch {
+    return true
+  }
+}

@@ -4,6 +4,7 @@ import type { Chunk } from "../../src/domain/Events.js"
 import * as PE from "../../src/domain/ProviderError.js"
 import { Backend } from "../../src/services/Backend.js"
 import { ProviderScript, type ScriptEntry, Turn } from "../../src/services/provider/Scripted.js"
+import { lineageContract } from "./contract/lineage.js"
 import { resultsContract } from "./contract/results.js"
 import { awaitSleeps, collect, eventually, input, toolResult, types, user } from "./testing.js"
 
@@ -340,6 +341,7 @@ export const backendContract = (name: string, make: MakeBackend) =>
         })))
 
     resultsContract(withBackend)
+    lineageContract(withBackend)
 
     it.effect("history and backfill are chronological", () =>
       withBackend([Turn.text("one"), Turn.text("two")], (backend) =>

@@ -13,7 +13,7 @@ import { layerMemory } from "../../src/services/store/Memory.js"
 import { layerSqlite } from "../../src/services/store/Sqlite.js"
 import type { Store } from "../../src/services/Store.js"
 import { ToolExecutor } from "../../src/services/ToolExecutor.js"
-import { makeToolExecutor } from "../../src/services/tools/Executor.js"
+import { makeToolExecutor, type ToolExecutorOptions } from "../../src/services/tools/Executor.js"
 import { pgStore } from "./pgDatabase.js"
 import { tempDir } from "./tempDir.js"
 
@@ -50,7 +50,7 @@ export const storeLayer = (kind: StoreKind, dir: string): Layer.Layer<Store, unk
   kind === "sqlite" ? layerSqlite({ filename: Path.join(dir, "baton.db") }) : kind === "postgres" ? pgStore : layerMemory
 
 /** The Backend the Session talks to: the local one, or a remote client of a server (port 0) hosting it. */
-const backendLayer = (kind: StoreKind): Layer.Layer<Backend, unknown, Store | Provider> =>
+export const backendLayer = (kind: StoreKind): Layer.Layer<Backend, unknown, Store | Provider> =>
   kind === "remote"
     ? Layer.unwrapEffect(Effect.map(BatonServer, (server) => layerRemote({ url: server.url }))).pipe(
       Layer.provide(serve({ port: 0, drainTimeoutMs: 1_000 })),
@@ -59,12 +59,17 @@ const backendLayer = (kind: StoreKind): Layer.Layer<Backend, unknown, Store | Pr
     : layerLocal()
 
 /** A real temporary workspace, a real executor, the local backend over `kind`, the scripted (gated) model. */
-export const sessionLayer = (kind: StoreKind, script: ReadonlyArray<ScriptEntry>, gated: ReadonlyArray<number> = []) =>
+export const sessionLayer = (
+  kind: StoreKind,
+  script: ReadonlyArray<ScriptEntry>,
+  gated: ReadonlyArray<number> = [],
+  tools?: ToolExecutorOptions["tools"]
+) =>
   Layer.unwrapScoped(Effect.gen(function*() {
     const root = yield* tempDir
     const workspace = Path.join(root, "ws")
     Fs.mkdirSync(workspace)
-    const executor = yield* makeToolExecutor({ workspace })
+    const executor = yield* makeToolExecutor({ workspace, ...(tools !== undefined ? { tools } : {}) })
     const model = layerScriptedGated(script, gated)
     return backendLayer(kind).pipe(
       Layer.provideMerge(model),

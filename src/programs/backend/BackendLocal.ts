@@ -4,7 +4,7 @@
  * ConversationActors, Jobs), the run (one model request and its reconnects: Run, StreamRequest), the
  * run log (commit, then publish; follow from a seq: RunLog), tool results committed as they finish
  * (Results), compaction (Compaction), the dead-run rule applied at start-up (DeadRuns) and the title
- * (Title). `baton serve` hosts the same layer; the
+ * (Title), and forks (Fork). `baton serve` hosts the same layer; the
  * client side (programs/session) reaches it only through the Backend port.
  */
 import { Effect, Layer, Stream } from "effect"
@@ -16,6 +16,7 @@ import { Store } from "../../services/Store.js"
 import { Compactions } from "./Compaction.js"
 import { makeActors } from "./ConversationActors.js"
 import { closeDeadRuns } from "./DeadRuns.js"
+import { forkConversation } from "./Fork.js"
 import { awaiting } from "./Results.js"
 import { Runs } from "./Run.js"
 import { Titles } from "./Title.js"
@@ -53,6 +54,7 @@ export const makeBackendLocal = Effect.fn("BackendLocal.make")(
         return yield* compactions.compactability(conversation, yield* actors.isBusy(id))
       }),
       generateTitle: titles.generate,
+      fork: (id, opts) => Effect.provideService(forkConversation(id, opts), Store, store),
       exportTrace: Effect.fn("BackendLocal.exportTrace")(function*(id, segment) {
         const last = yield* store.currentSegment(id)
         if (!Number.isInteger(segment) || segment < 1 || segment > last) {

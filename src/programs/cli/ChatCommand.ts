@@ -5,7 +5,7 @@ import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import type { BackendError, ConfigError } from "../../domain/Errors.js"
 import type { TaskEvent } from "../../domain/Events.js"
-import type { Backend } from "../../services/Backend.js"
+import { Backend } from "../../services/Backend.js"
 import { McpClients } from "../../services/McpClients.js"
 import type { ToolExecutor } from "../../services/ToolExecutor.js"
 import type { Approver } from "../session/ApprovalGate.js"
@@ -26,6 +26,7 @@ import { VERSION } from "./Version.js"
 const HELP = [
   "/compact   summarize the conversation so far into a fresh context",
   "/title     give the conversation a title (one model call)",
+  "/fork [N]  continue in a fork of this conversation (its context up to position N, default: all of it)",
   "/help      this list",
   "/exit      leave (Ctrl-D or Ctrl-C twice at the prompt also leave)",
   "While a task runs: type and press Enter to steer it; Ctrl-C (or Esc) interrupts it."
@@ -75,12 +76,17 @@ export const chat: (io: Io, env: AppEnv, model: string) => Effect.Effect<
   const approver: Approver | undefined = mode === "allow" ? allowAll : mode === "ask" && interactive ? approval.approver : undefined
 
   const selected = yield* selectConversation(env)
-  const session = yield* open({
-    ...(selected.id !== undefined ? { conversationId: selected.id } : {}),
-    rules: env.settings.rules,
-    ...(approver !== undefined ? { approver } : {}),
-    settings: conversationSettings(env)
-  })
+  const backend = yield* Backend
+  const openSession = (conversationId: typeof selected.id) =>
+    open({
+      ...(conversationId !== undefined ? { conversationId } : {}),
+      rules: env.settings.rules,
+      ...(env.settings.file.agents !== undefined ? { agents: env.settings.file.agents } : {}),
+      ...(approver !== undefined ? { approver } : {}),
+      settings: conversationSettings(env)
+    })
+  // `/fork` swaps it for a session on the fork; the old one stays open (idle) until the chat ends.
+  let session = yield* openSession(selected.id)
   const servers = yield* mcp.servers
   const mcpTools = servers.length > 0 ? ` · ${offeredCount(servers)} MCP tool${offeredCount(servers) === 1 ? "" : "s"}` : ""
   yield* view.print([
@@ -156,6 +162,22 @@ export const chat: (io: Io, env: AppEnv, model: string) => Effect.Effect<
         case "title": {
           const title = yield* Effect.either(session.generateTitle)
           yield* view.print(title._tag === "Right" ? `title: ${style.bold(title.right)}` : style.red(`✗ no title: ${title.left.message}`))
+          return undefined
+        }
+        case "fork": {
+          const at = line.slice(1).split(/\s+/)[1]
+          if (at !== undefined && !/^\d+$/.test(at)) {
+            yield* view.print(style.red(`✗ /fork takes a position (a whole number), not "${at}"`))
+            return undefined
+          }
+          const fork = yield* Effect.either(backend.fork(session.conversationId, at !== undefined ? { at: Number(at) } : {}))
+          if (fork._tag === "Left") {
+            yield* view.print(style.red(`✗ ${fork.left.message}`))
+            return undefined
+          }
+          const from = session.conversationId
+          session = yield* openSession(fork.right.id)
+          yield* view.print(style.dim(`forked ${from} at position ${fork.right.forked_from?.at ?? "?"}: continuing in ${fork.right.id}`))
           return undefined
         }
         case "compact": {

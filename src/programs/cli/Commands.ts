@@ -15,8 +15,8 @@ import { recordedTask } from "./ReplayCommand.js"
 import { runTask } from "./RunCommand.js"
 import { parseConversationId } from "./SelectConversation.js"
 import type { ServeCommandOptions } from "./ServeCommand.js"
+import { exportSession, forkSession, listSessions, showSession } from "./SessionsCommand.js"
 import type { WebCommandOptions } from "./WebCommand.js"
-import { exportSession, listSessions, showSession } from "./SessionsCommand.js"
 
 /**
  * The body of every `baton` command: resolve where it runs, provide its layers from Layers.ts, run
@@ -80,6 +80,7 @@ export const replay = Effect.fn("Commands.replay")(function*(args: CommonArgs, o
     prompt: task.prompt,
     json: options.json,
     settings: { system_prompt: task.system, ...(task.model !== undefined ? { model: task.model } : {}) },
+    subagents: task.subagents,
     view: { prompts: true }
   }).pipe(Effect.scoped, Effect.provide(Layers.task(env, Layers.replay(task.cassette))))
 })
@@ -144,7 +145,10 @@ export const mcpList = Effect.fn("Commands.mcpList")(function*(args: CommonArgs,
   yield* listMcpServers(io, options).pipe(Effect.provide(Layers.mcpClients(env)))
 })
 
-export const sessionsList = Effect.fn("Commands.sessionsList")(function*(args: CommonArgs, options: { readonly json: boolean; readonly limit: number }) {
+export const sessionsList = Effect.fn("Commands.sessionsList")(function*(
+  args: CommonArgs,
+  options: { readonly json: boolean; readonly limit: number; readonly all?: boolean }
+) {
   const io = nodeIo()
   yield* listSessions(io, options).pipe(Effect.provide(Layers.backend(storeEnv(args, io.cwd()))))
 })
@@ -153,6 +157,15 @@ export const sessionsShow = Effect.fn("Commands.sessionsShow")(function*(args: C
   const io = nodeIo()
   const id = yield* parseConversationId(options.id)
   yield* showSession(io, id, options).pipe(Effect.provide(Layers.backend(storeEnv(args, io.cwd()))))
+})
+
+export const sessionsFork = Effect.fn("Commands.sessionsFork")(function*(
+  args: CommonArgs,
+  options: { readonly id: string; readonly json: boolean; readonly at: number | undefined }
+) {
+  const io = nodeIo()
+  const id = yield* parseConversationId(options.id)
+  yield* forkSession(io, id, options).pipe(Effect.provide(Layers.backend(storeEnv(args, io.cwd()))))
 })
 
 export const sessionsExport = Effect.fn("Commands.sessionsExport")(function*(args: CommonArgs, options: { readonly id: string; readonly out: string | undefined }) {

@@ -91,7 +91,8 @@ export const demo: (io: Io, dirs: DemoDirs) => Effect.Effect<
       return "allow" as const
     })
   const { conversationId, outcome } = yield* Effect.scoped(Effect.gen(function*() {
-    const session = yield* open({ approver, rules: emptyRules })
+    // The bundled recording was made without subagents: its requests offer no Task.
+    const session = yield* open({ approver, rules: emptyRules, subagents: false })
     let outcome: Outcome = undefined
     yield* Effect.scoped(Effect.gen(function*() {
       yield* view.during

@@ -14,7 +14,10 @@ export const ExitCode = {
 export type Outcome = StopReasonValue | "abort" | undefined
 
 export const stepOutcome = (outcome: Outcome, event: TaskEvent): Outcome =>
-  event.type === "abort"
+  // A subagent's ending is its Task call's result, not the task's.
+  event.origin !== undefined
+    ? outcome
+    : event.type === "abort"
     ? "abort"
     : event.type === "stop_reason" && event.reason !== "requires_approval"
     ? event.reason

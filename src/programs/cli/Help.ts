@@ -14,9 +14,10 @@ ${b("Usage")}
   baton run [options] <prompt>     one task, then exit: the answer on stdout, progress on stderr
                                    (--json: every event as one JSON object per line)
   baton chat [options]             an interactive session: streaming answers, approval prompts, Ctrl-C interrupts
-  baton sessions list              conversations, newest first          ${d("(--json, --limit N)")}
+  baton sessions list              conversations, newest first          ${d("(--json, --limit N, --all)")}
   baton sessions show <id>         a conversation's history             ${d("(--json)")}
   baton sessions export <id>       its trace as trace_001.jsonl, …      ${d("(--out DIR)")}
+  baton sessions fork <id>         a new conversation from its context  ${d("(--at N, --json)")}
   baton mcp list                   the workspace's MCP servers and their tools ${d("(--json)")}
   baton serve                      host conversations over HTTP + SSE   ${d("(--host, --port, --token)")}
   baton web                        a live page for this workspace: approve, steer, stop ${d("(--port, --host, --token)")}

@@ -4,13 +4,15 @@ import * as Either from "effect/Either"
 import * as Schema from "effect/Schema"
 import * as Path from "node:path"
 import { ConfigError } from "../../domain/Errors.js"
+import { TASK_TOOL } from "../../domain/Subagents.js"
 import { load } from "../../services/provider/Cassette.js"
 
 /** What a cassette's first request says about the task that produced it. */
 const FirstRequest = Schema.Struct({
   system: Schema.String,
   model: Schema.optionalWith(Schema.String, { exact: true }),
-  history: Schema.Array(Schema.Struct({ type: Schema.String, content: Schema.optionalWith(Schema.String, { exact: true }) }))
+  history: Schema.Array(Schema.Struct({ type: Schema.String, content: Schema.optionalWith(Schema.String, { exact: true }) })),
+  tools: Schema.optionalWith(Schema.Array(Schema.Struct({ name: Schema.String })), { default: () => [] })
 })
 
 export interface RecordedTask {
@@ -18,6 +20,8 @@ export interface RecordedTask {
   readonly prompt: ReadonlyArray<string>
   readonly system: string
   readonly model: string | undefined
+  /** Whether the recorded session offered `Task` (recordings made before subagents did not). */
+  readonly subagents: boolean
 }
 
 /**
@@ -41,6 +45,6 @@ export const recordedTask: (file: string) => Effect.Effect<RecordedTask, ConfigE
     if (prompt.length === 0) {
       return yield* new ConfigError({ source: cassette, field: "line 1", message: `the first call in ${cassette} does not start with a user message, so it cannot be replayed from the start` })
     }
-    return { cassette, prompt, system: request.system, model: request.model }
+    return { cassette, prompt, system: request.system, model: request.model, subagents: request.tools.some((t) => t.name === TASK_TOOL) }
   }
 )

@@ -25,6 +25,8 @@ export interface TaskRequest {
   /** Overrides for a new conversation (a replay needs the recorded system prompt and model). */
   readonly settings?: Omit<ConversationSettingsInput, "tools" | "workspace">
   readonly view?: Partial<ViewOptions>
+  /** false: the model is not offered `Task` (a replay of a recording made without it). */
+  readonly subagents?: boolean
 }
 
 /**
@@ -54,6 +56,8 @@ export const runTask: (io: Io, request: TaskRequest) => Effect.Effect<
   const session = yield* open({
     ...(selected.id !== undefined ? { conversationId: selected.id } : {}),
     rules: env.settings.rules,
+    ...(env.settings.file.agents !== undefined ? { agents: env.settings.file.agents } : {}),
+    ...(request.subagents !== undefined ? { subagents: request.subagents } : {}),
     ...(approval.approver !== undefined ? { approver: approval.approver } : {}),
     settings: { ...conversationSettings(env), ...request.settings }
   })

@@ -8,13 +8,16 @@ import type { AppEnv } from "./Env.js"
 const PAGE = 100
 const MAX_PAGES = 50
 
-/** The most recently active conversation that ran in `workspace` (conversations record their workspace). */
+/**
+ * The most recently active conversation that ran in `workspace` (conversations record their
+ * workspace); never a subagent's, which its parent's task runs.
+ */
 export const latestInWorkspace = (workspace: string): Effect.Effect<Conversation | undefined, BackendError, Backend> =>
   Effect.gen(function*() {
     const backend = yield* Backend
     let before: string | undefined
     for (let page = 0; page < MAX_PAGES; page++) {
-      const result = yield* backend.listConversations({ limit: PAGE, ...(before !== undefined ? { before } : {}) })
+      const result = yield* backend.listConversations({ limit: PAGE, roots: true, ...(before !== undefined ? { before } : {}) })
       const found = result.items.find((c) => c.settings.workspace === workspace)
       if (found !== undefined) return found
       if (result.next === undefined) return undefined

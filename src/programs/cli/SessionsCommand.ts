@@ -12,7 +12,7 @@ import type { Io } from "./Io.js"
 import { colorFor, makeStyle, type Style } from "./view/Style.js"
 import { eventLine } from "./view/TaskOutput.js"
 
-/** `baton sessions list|show|export`: reading conversations, never changing them. */
+/** `baton sessions list|show|export|fork`: reading conversations (fork makes a new one, never changes its source). */
 
 const when = (ms: number): string => {
   const d = new Date(ms)
@@ -35,25 +35,52 @@ const summary = (c: Conversation) => ({
   created_at: c.created_at,
   updated_at: c.updated_at,
   ...(c.settings.workspace !== undefined ? { workspace: c.settings.workspace } : {}),
-  ...(c.settings.model !== undefined ? { model: c.settings.model } : {})
+  ...(c.settings.model !== undefined ? { model: c.settings.model } : {}),
+  ...(c.parent !== undefined ? { parent: c.parent } : {}),
+  ...(c.forked_from !== undefined ? { forked_from: c.forked_from } : {})
 })
 
-export const listSessions = Effect.fn("Cli.sessionsList")(function*(io: Io, options: { readonly json: boolean; readonly limit: number }) {
+/** Subagents of a conversation (one per Task call), newest first. */
+const childrenOf = (backend: Backend["Type"], id: ConversationId) =>
+  Effect.map(backend.listConversations({ parent: id, limit: 500 }), (page) => page.items)
+
+const lineage = (c: Conversation, style: Style): string =>
+  c.parent !== undefined
+    ? style.dim(`  (subagent of ${c.parent.conversation_id}, ${c.parent.tool_call_id})`)
+    : c.forked_from !== undefined
+    ? style.dim(`  (fork of ${c.forked_from.conversation_id} at ${c.forked_from.at})`)
+    : ""
+
+/**
+ * Newest first. Subagents are listed under their parent (indented), or — with `--all` — as
+ * conversations of their own, in recency order, each saying whose it is.
+ */
+export const listSessions = Effect.fn("Cli.sessionsList")(function*(
+  io: Io,
+  options: { readonly json: boolean; readonly limit: number; readonly all?: boolean }
+) {
   const backend = yield* Backend
-  const page = yield* backend.listConversations({ limit: options.limit })
+  const page = yield* backend.listConversations({ limit: options.limit, ...(options.all === true ? {} : { roots: true }) })
+  const rows: Array<{ readonly c: Conversation; readonly depth: number }> = []
+  for (const c of page.items) {
+    rows.push({ c, depth: 0 })
+    if (options.all !== true) for (const child of yield* childrenOf(backend, c.id)) rows.push({ c: child, depth: 1 })
+  }
   if (options.json) {
-    for (const c of page.items) io.out(`${JSON.stringify(summary(c))}\n`)
+    for (const { c } of rows) io.out(`${JSON.stringify(summary(c))}\n`)
     return
   }
   const style = makeStyle(colorFor({ isTTY: io.stdoutTTY }, io.env))
-  if (page.items.length === 0) {
+  if (rows.length === 0) {
     io.out(`no conversations yet\n`)
     return
   }
-  for (const c of page.items) {
+  for (const { c, depth } of rows) {
     const prompt = c.title === undefined ? yield* firstPrompt(backend, c.id) : undefined
     const label = c.title ?? (prompt !== undefined && prompt.type === "user_message" ? style.dim(excerpt(prompt.content, 60)) : style.dim("(empty)"))
-    io.out(`${style.bold(c.id)}  ${when(c.updated_at)}  ${label}${c.settings.workspace !== undefined ? style.dim(`  ${c.settings.workspace}`) : ""}\n`)
+    const where = depth === 0 && c.settings.workspace !== undefined ? style.dim(`  ${c.settings.workspace}`) : ""
+    const extra = depth === 0 ? lineage(c, style) : style.dim(`  (Task ${c.parent?.tool_call_id ?? "?"})`)
+    io.out(`${depth === 0 ? "" : "  ↳ "}${style.bold(c.id)}  ${when(c.updated_at)}  ${label}${where}${extra}\n`)
   }
   if (page.next !== undefined) io.out(style.dim(`(showing the ${options.limit} most recent; --limit N shows more)\n`))
 })
@@ -89,18 +116,43 @@ export const renderHistory = (items: ReadonlyArray<StoredItem>, style: Style, wr
   }
 }
 
+/**
+ * The history. `--json`: one recorded event per line with its `position` (what `sessions fork --at`
+ * takes), a Task call with its subagent's conversation as `child_conversation_id`.
+ */
 export const showSession = Effect.fn("Cli.sessionsShow")(function*(io: Io, id: ConversationId, options: { readonly json: boolean }) {
   const backend = yield* Backend
   const conversation = yield* backend.getConversation(id)
   const items = yield* allItems(id)
+  const children = new Map((yield* childrenOf(backend, id)).flatMap((c) => (c.parent !== undefined ? [[String(c.parent.tool_call_id), c] as const] : [])))
   if (options.json) {
-    for (const s of items.filter((s) => s.inTrace)) io.out(eventLine(s.item))
+    for (const s of items.filter((s) => s.inTrace)) {
+      const child = s.item.type === "tool_call" ? children.get(s.item.tool_call_id) : undefined
+      const line = eventLine(s.item).trimEnd()
+      io.out(`${line.slice(0, -1)},"position":${s.position}${child !== undefined ? `,"child_conversation_id":${JSON.stringify(child.id)}` : ""}}\n`)
+    }
     return
   }
   const style = makeStyle(colorFor({ isTTY: io.stdoutTTY }, io.env))
   io.out(`${style.bold(`conversation ${conversation.id}`)}${conversation.title !== undefined ? ` — ${conversation.title}` : ""}\n`)
-  io.out(style.dim(`created ${when(conversation.created_at)} · updated ${when(conversation.updated_at)}${conversation.settings.workspace !== undefined ? ` · ${conversation.settings.workspace}` : ""}\n\n`))
+  io.out(style.dim(`created ${when(conversation.created_at)} · updated ${when(conversation.updated_at)}${conversation.settings.workspace !== undefined ? ` · ${conversation.settings.workspace}` : ""}${lineage(conversation, style)}\n\n`))
   renderHistory(items, style, io.out)
+  if (children.size > 0) {
+    io.out(`\n${style.bold("subagents")}\n`)
+    for (const s of items) {
+      const child = s.item.type === "tool_call" ? children.get(s.item.tool_call_id) : undefined
+      if (child !== undefined && s.item.type === "tool_call") {
+        io.out(`  Task ${s.item.tool_call_id} «${child.title ?? ""}» → ${style.bold(child.id)}  ${style.dim(`(baton sessions show ${child.id})`)}\n`)
+      }
+    }
+  }
+})
+
+/** `baton sessions fork ID [--at N]`: a new conversation from the source's context up to N; prints its id. */
+export const forkSession = Effect.fn("Cli.sessionsFork")(function*(io: Io, id: ConversationId, options: { readonly at: number | undefined; readonly json: boolean }) {
+  const backend = yield* Backend
+  const fork = yield* backend.fork(id, options.at !== undefined ? { at: options.at } : {})
+  io.out(options.json ? `${JSON.stringify(summary(fork))}\n` : `${fork.id}\n`)
 })
 
 /**

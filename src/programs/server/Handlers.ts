@@ -6,7 +6,7 @@ import { Conversation, type ConversationSettingsInput } from "../../domain/Conve
 import { InvalidInput } from "../../domain/Errors.js"
 import type { RunId } from "../../domain/Ids.js"
 import { Backend } from "../../services/Backend.js"
-import { BatonApi, CarryOverJson, CreateConversationJson } from "../../services/backend/HttpApi.js"
+import { BatonApi, CarryOverJson, CreateConversationJson, ForkJson } from "../../services/backend/HttpApi.js"
 import { type SseOptions, sseResponse, type Track } from "./Sse.js"
 
 /** What the handlers need from the server around them. */
@@ -33,6 +33,7 @@ export const resumeAfter = (runId: RunId, lastEventId: string | undefined, after
 
 const decodeCarryOver = Schema.decodeUnknown(Schema.parseJson(CarryOverJson))
 const decodeCreate = Schema.decodeUnknown(Schema.parseJson(CreateConversationJson))
+const decodeFork = Schema.decodeUnknown(Schema.parseJson(ForkJson))
 
 /** A body that may be absent: empty means `{}`; anything else must decode, or it is InvalidInput naming `what`. */
 const optionalBody = <A>(request: HttpServerRequest.HttpServerRequest, what: string, decode: (text: string) => Effect.Effect<A, ParseResult.ParseError>, empty: A) =>
@@ -55,7 +56,10 @@ const conversations = (context: HandlerContext) => HttpApiBuilder.group(BatonApi
           const payload = yield* optionalBody(request, "conversation", decodeCreate, {})
           const conversation = yield* backend.createConversation(
             payload.settings ?? context.defaults,
-            payload.title === undefined ? undefined : { title: payload.title }
+            {
+              ...(payload.title === undefined ? {} : { title: payload.title }),
+              ...(payload.parent === undefined ? {} : { parent: payload.parent })
+            }
           )
           return HttpServerResponse.unsafeJson(yield* Effect.orDie(Schema.encode(Conversation)(conversation)), { status: 201 })
         }))
@@ -70,6 +74,13 @@ const conversations = (context: HandlerContext) => HttpApiBuilder.group(BatonApi
       .handle("skipReconnectWait", ({ path }) => backend.skipReconnectWait(path.id))
       .handle("compactability", ({ path }) => Effect.map(backend.compactability(path.id), (compactability) => ({ compactability })))
       .handle("generateTitle", ({ path }) => Effect.map(backend.generateTitle(path.id), (title) => ({ title })))
+      // Raw, so that a fork without a body (at the end) is accepted as `{}`.
+      .handleRaw("fork", ({ path, request }) =>
+        Effect.gen(function*() {
+          const payload = yield* optionalBody(request, "fork", decodeFork, {})
+          const fork = yield* backend.fork(path.id, payload)
+          return HttpServerResponse.unsafeJson(yield* Effect.orDie(Schema.encode(Conversation)(fork)), { status: 201 })
+        }))
       .handle("trace", ({ path }) => backend.exportTrace(path.id, path.segment))))
 
 const runs = (context: HandlerContext) =>

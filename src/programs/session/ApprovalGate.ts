@@ -1,6 +1,6 @@
 import { Effect, Ref } from "effect"
 import type { ApprovalDecision, Decision } from "../../domain/Events.js"
-import type { ToolCall } from "../../domain/Messages.js"
+import type { Origin, ToolCall } from "../../domain/Messages.js"
 import { type Classification, classify, type CompiledRules, grantFor, type Rule } from "../../domain/Permissions.js"
 
 /** What the approver is asked: the call, what the rules said, and what "allow always" would grant. */
@@ -8,6 +8,8 @@ export interface ApprovalRequest {
   readonly call: ToolCall
   readonly classification: Classification
   readonly grant: Rule
+  /** Set when a subagent asks: the approver shows whose call it is. */
+  readonly origin?: Origin
 }
 
 /** A person (or a program) deciding one call. Asked once per call, one call at a time, in call order. */

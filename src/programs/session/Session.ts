@@ -11,9 +11,11 @@ import type { ThinkingLevel } from "../../domain/ProviderEvent.js"
 import { DEFAULT_MAX_TURNS, emptyRules, type PermissionRules } from "../../domain/Settings.js"
 import type { Compactability } from "../../domain/Compaction.js"
 import { Backend } from "../../services/Backend.js"
+import { type Agents, subagentTypes } from "../../domain/Subagents.js"
 import { ToolExecutor } from "../../services/ToolExecutor.js"
-import { type Approver, makeGate } from "./ApprovalGate.js"
+import { type Approver, type Gate, makeGate } from "./ApprovalGate.js"
 import { interruptTask } from "./Interrupt.js"
+import { offeringTask, runningTasks } from "./Subagent.js"
 import { runTask, type TaskDeps } from "./Task.js"
 import * as TaskProgress from "./TaskProgress.js"
 import type { ToolBatch } from "./ToolBatch.js"
@@ -24,9 +26,10 @@ import type { ToolBatch } from "./ToolBatch.js"
  * is the approval loop (send a run, approve and run its tool calls as they arrive, send the results,
  * until the model answers without one), over the pure TaskProgress fold; ToolBatch (one turn's calls,
  * approved and executed eagerly); ApprovalGate (rules, session grants, the approver); Interrupt
- * (stopping a task at any moment and the carry-over it leaves); and Resume (calls a dead process
- * left pending, and a run stream that broke off). It reaches the model and the store only through
- * the Backend port, so it works the same over a local or a remote backend.
+ * (stopping a task at any moment and the carry-over it leaves); Resume (calls a dead process
+ * left pending, and a run stream that broke off); and Subagent (the `Task` tool: child sessions on
+ * the same executor, approvals through the parent's approver). It reaches the model and the store
+ * only through the Backend port, so it works the same over a local or a remote backend.
  */
 
 export type SessionError = BackendError
@@ -38,6 +41,15 @@ export interface SessionConfig {
   /** Settings for a conversation this session creates (tools come from the workspace's executor). */
   readonly settings?: Omit<ConversationSettingsInput, "tools" | "workspace">
   readonly title?: string
+  /** Subagent types from settings `agents` (the built-in `general-purpose` is always there). */
+  readonly agents?: Agents
+  /**
+   * Set for a subagent's session: it decides with its parent's gate (the same rules and session
+   * grants) and is not offered `Task` (one level).
+   */
+  readonly parent?: { readonly gate: Gate }
+  /** false: the model is not offered `Task` (a replay of a recording made without it). Default true. */
+  readonly subagents?: boolean
 }
 
 export interface RunOptions {
@@ -126,7 +138,11 @@ export const DEFAULT_SYSTEM_PROMPT = [
 
 export const open = Effect.fn("Session.open")(function*(config: SessionConfig = {}) {
   const backend = yield* Backend
-  const executor = yield* ToolExecutor
+  const workspaceExecutor = yield* ToolExecutor
+  const types = subagentTypes(config.agents)
+  // What this session's model is offered: a parent's tools include Task, a child's never do.
+  const delegates = config.parent === undefined && config.subagents !== false
+  const executor = delegates ? offeringTask(workspaceExecutor, types) : workspaceExecutor
   const rules = yield* Either.match(parseRules(config.rules ?? emptyRules), { onLeft: Effect.fail, onRight: Effect.succeed })
   const workspace = executor.workspace
   // The executor resolves symlinks in these itself (its confinement rule), so plain paths suffice here.
@@ -139,7 +155,11 @@ export const open = Effect.fn("Session.open")(function*(config: SessionConfig = 
     )
   const syncTools = yield* toolSync(backend, executor, conversation)
   yield* syncTools
-  const gate = yield* makeGate(rules, workspace)
+  const gate = config.parent?.gate ?? (yield* makeGate(rules, workspace))
+  // One approval at a time for this session and its subagents: one person answers them all.
+  const approvals = yield* Effect.makeSemaphore(1)
+  const oneAtATime = (approver: Approver | undefined): Approver | undefined =>
+    approver === undefined ? undefined : (request) => approvals.withPermits(1)(approver(request))
   const steering = yield* Ref.make<Option.Option<ReadonlyArray<string>>>(Option.none())
   // Cancels outlive the task that started them; closing the session waits for them, never drops them.
   const cancels = yield* FiberSet.make()
@@ -155,16 +175,35 @@ export const open = Effect.fn("Session.open")(function*(config: SessionConfig = 
         const texts = typeof prompt === "string" ? [prompt] : prompt
         const messages = yield* Effect.forEach(texts, (content) =>
           Effect.map(newOtid, (otid): UserMessage => ({ type: "user_message", content, otid })))
+        const approver = oneAtATime(options?.approver ?? config.approver)
+        const maxTurns = options?.maxTurns ?? DEFAULT_MAX_TURNS
+        const emit = (events: ReadonlyArray<TaskEvent>) => Effect.asVoid(out.offerAll(events))
         const deps: TaskDeps = {
           backend: sendingCurrentTools(backend, syncTools),
-          executor,
+          executor: !delegates ? executor : runningTasks(executor, {
+            backend,
+            executor: workspaceExecutor,
+            conversationId: conversation.id,
+            types,
+            gate,
+            approver,
+            emit,
+            maxTurns,
+            thinking: options?.thinking,
+            // The parent's rules too, for their additionalDirectories (its gate decides the calls).
+            open: (childConfig, childExecutor) =>
+              open({ ...childConfig, ...(config.rules !== undefined ? { rules: config.rules } : {}) }).pipe(
+                Effect.provideService(ToolExecutor, childExecutor),
+                Effect.provideService(Backend, backend)
+              )
+          }),
           gate,
           conversationId: conversation.id,
-          approver: options?.approver ?? config.approver,
-          maxTurns: options?.maxTurns ?? DEFAULT_MAX_TURNS,
+          approver,
+          maxTurns,
           thinking: options?.thinking,
           executeOptions: { allowedRoots },
-          emit: (events) => Effect.asVoid(out.offerAll(events)),
+          emit,
           commit: (result, decision) => commitResult(backend, conversation.id, result, decision),
           otid: newOtid,
           progress: yield* Ref.make(TaskProgress.initial),

@@ -126,14 +126,16 @@ interface Status extends HostState {
 const pageApprover = (log: TaskLog.TaskLog, waiting: Map<string, Deferred.Deferred<Decision>>): Approver => (request) =>
   Effect.gen(function*() {
     const answer = yield* Deferred.make<Decision>()
-    const key = request.call.tool_call_id
+    // A subagent's call ids may repeat its parent's: the page answers it by its conversation too.
+    const key = request.origin === undefined ? request.call.tool_call_id : `${request.origin.conversation_id}/${request.call.tool_call_id}`
     waiting.set(key, answer)
     const asked: ApprovalRequest = {
       type: "approval_request",
-      tool_call_id: key,
+      tool_call_id: request.call.tool_call_id,
       name: request.call.name,
       arguments: request.call.arguments,
-      grant: request.grant.text
+      grant: request.grant.text,
+      ...(request.origin !== undefined ? { origin: request.origin } : {})
     }
     yield* log.append([event(asked)])
     return yield* Deferred.await(answer).pipe(Effect.ensuring(Effect.sync(() => waiting.delete(key))))

@@ -4,7 +4,7 @@ import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
 import * as HttpApiSchema from "@effect/platform/HttpApiSchema"
 import * as OpenApi from "@effect/platform/OpenApi"
 import { Schema, SchemaAST as AST } from "effect"
-import { Conversation, ConversationSettings } from "../../domain/Conversation.js"
+import { Conversation, ConversationSettings, ParentLink } from "../../domain/Conversation.js"
 import { ApprovalDecision, CompactionReason, TaskEvent } from "../../domain/Events.js"
 import { ConversationId, MessageId, RunId } from "../../domain/Ids.js"
 import { InputMessage, ToolCall, ToolReturn } from "../../domain/Messages.js"
@@ -94,8 +94,13 @@ export const CarryOverJson = strict(Schema.Struct({
 /** A new conversation; without `settings` (or without any body) it gets the server's defaults. */
 export const CreateConversationJson = strict(Schema.Struct({
   settings: Schema.optionalWith(ConversationSettings, { exact: true }),
-  title: Schema.optionalWith(Schema.String, { exact: true })
+  title: Schema.optionalWith(Schema.String, { exact: true }),
+  /** A subagent's conversation: the same link again returns the conversation it made. */
+  parent: Schema.optionalWith(ParentLink, { exact: true })
 }))
+
+/** Backend.fork; the whole body may be omitted (fork at the end). */
+export const ForkJson = strict(Schema.Struct({ at: Schema.optionalWith(NonNegativeInt, { exact: true }) }))
 
 const conversations = HttpApiGroup.make("conversations")
   .add(
@@ -107,7 +112,9 @@ const conversations = HttpApiGroup.make("conversations")
     HttpApiEndpoint.get("list", "/v1/conversations")
       .setUrlParams(Schema.Struct({
         limit: Schema.optionalWith(Int, { exact: true }),
-        before: Schema.optionalWith(Schema.String, { exact: true })
+        before: Schema.optionalWith(Schema.String, { exact: true }),
+        parent: Schema.optionalWith(ConversationId, { exact: true }),
+        roots: Schema.optionalWith(Schema.BooleanFromString, { exact: true })
       }))
       .addSuccess(ConversationPage)
   )
@@ -153,6 +160,12 @@ const conversations = HttpApiGroup.make("conversations")
     HttpApiEndpoint.post("generateTitle", "/v1/conversations/:id/title")
       .setPath(ConversationPath)
       .addSuccess(Schema.Struct({ title: Schema.String }))
+  )
+  .add(
+    HttpApiEndpoint.post("fork", "/v1/conversations/:id/fork")
+      .setPath(ConversationPath)
+      .setPayload(ForkJson)
+      .addSuccess(ConversationJson, { status: 201 })
   )
   .add(
     HttpApiEndpoint.get("trace", "/v1/conversations/:id/trace/:segment")

@@ -89,7 +89,11 @@ export const makeBackendRemote = (options: RemoteOptions) =>
         const decoded = yield* Effect.mapError(Schema.decodeUnknown(ConversationSettings)(settings), (e) =>
           new InvalidInput({ message: `invalid conversation settings: ${ParseResult.TreeFormatter.formatErrorSync(e)}` }))
         return yield* call(client.conversations.create({
-          payload: { settings: decoded, ...(opts?.title === undefined ? {} : { title: opts.title }) }
+          payload: {
+            settings: decoded,
+            ...(opts?.title === undefined ? {} : { title: opts.title }),
+            ...(opts?.parent === undefined ? {} : { parent: opts.parent })
+          }
         }))
       }),
       getConversation: Effect.fn("BackendRemote.getConversation")(function*(id) {
@@ -153,6 +157,9 @@ export const makeBackendRemote = (options: RemoteOptions) =>
       }),
       generateTitle: Effect.fn("BackendRemote.generateTitle")(function*(id) {
         return (yield* call(client.conversations.generateTitle({ path: { id } }))).title
+      }),
+      fork: Effect.fn("BackendRemote.fork")(function*(id, opts) {
+        return yield* call(client.conversations.fork({ path: { id }, payload: opts?.at === undefined ? {} : { at: opts.at } }))
       }),
       exportTrace: Effect.fn("BackendRemote.exportTrace")(function*(id, segment) {
         return yield* call(client.conversations.trace({ path: { id, segment } }))

@@ -7,6 +7,7 @@ import { type Chunk, isChunk, isDelta, type TaskEvent } from "../../domain/Event
 import type { ChunkCheckFailure } from "../../domain/ItemLog.js"
 import { ConversationId, RunId, type ToolCallId } from "../../domain/Ids.js"
 import type { Write } from "../../domain/History.js"
+import type { CreateConversationOptions } from "../Store.js"
 import { activityOf, type Run } from "../../domain/Run.js"
 
 /**
@@ -62,7 +63,7 @@ const decodeSettings = (input: ConversationSettingsInput): Effect.Effect<Convers
 /** A new conversation: defaults filled in, a fresh id, stamped by the Clock. */
 export const makeConversation = (
   input: ConversationSettingsInput,
-  options: { readonly title?: string } | undefined
+  options: CreateConversationOptions | undefined
 ): Effect.Effect<Conversation> =>
   Effect.gen(function*() {
     const settings = yield* decodeSettings(input)
@@ -73,7 +74,9 @@ export const makeConversation = (
       ...(options?.title === undefined ? {} : { title: options.title }),
       created_at: now,
       updated_at: now,
-      settings
+      settings,
+      ...(options?.parent === undefined ? {} : { parent: options.parent }),
+      ...(options?.forked_from === undefined ? {} : { forked_from: options.forked_from })
     }
   })
 

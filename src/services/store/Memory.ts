@@ -69,7 +69,15 @@ export const layerMemory: Layer.Layer<Store> = Layer.sync(Store, () => {
 
   return Store.of({
     createConversation: Effect.fn("Store.createConversation")(function*(input, options) {
+      const parent = options?.parent
+      const childOf = () =>
+        parent === undefined ? undefined : [...conversations.values()].find((s) =>
+          s.conversation.parent?.conversation_id === parent.conversation_id && s.conversation.parent.tool_call_id === parent.tool_call_id
+        )
       const conversation = yield* makeConversation(input, options)
+      // Looked up after the last yield, so two creations with one link never both insert.
+      const existing = childOf()
+      if (existing !== undefined) return existing.conversation
       conversations.set(conversation.id, { conversation, touched: ++touchCounter, segment: 1, rows: [], open: [] })
       return conversation
     }),
@@ -86,6 +94,8 @@ export const layerMemory: Layer.Layer<Store> = Layer.sync(Store, () => {
         const keyed = [...conversations.values()]
           .map((s) => ({ s, key: { updatedAt: s.conversation.updated_at, touched: s.touched } }))
           .filter(({ key }) => Option.isNone(cursor) || isOlder(key, cursor.value))
+          .filter(({ s }) => options?.parent === undefined || s.conversation.parent?.conversation_id === options.parent)
+          .filter(({ s }) => options?.roots !== true || s.conversation.parent === undefined)
           .sort((a, b) => compareRecencyDesc(a.key, b.key))
         const page = keyed.slice(0, limit)
         const last = page[page.length - 1]

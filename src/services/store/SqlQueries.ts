@@ -22,7 +22,7 @@ export interface SqlDialect {
 
 const ITEM = "id, conversation_id, position, segment, in_context, in_trace, body, created_at"
 const RUN = "id, conversation_id, otid, kind, status, stop_reason, last_seq, owner, created_at, updated_at"
-const CONVERSATION = "id, title, settings, created_at, updated_at, touched"
+const CONVERSATION = "id, title, settings, created_at, updated_at, touched, parent_id, parent_call, forked_from, forked_at"
 
 export const makeQueries = (sql: SqlClient, dialect: SqlDialect) => {
   const item = sql.literal(ITEM)
@@ -37,21 +37,40 @@ export const makeQueries = (sql: SqlClient, dialect: SqlDialect) => {
     lockConversation: (id: string) =>
       sql<{ readonly id: string }>`SELECT id FROM conversations WHERE id = ${id}${sql.literal(dialect.lockRow)}`,
     // conversations_recent, walked newest first
-    conversationsPage: (cursor: RecencyKey | undefined, limit: number) =>
-      cursor === undefined
-        ? sql`SELECT ${conversation} FROM conversations ORDER BY updated_at DESC, touched DESC LIMIT ${limit}`
+    conversationsPage: (
+      cursor: RecencyKey | undefined,
+      limit: number,
+      filter?: { readonly parent?: string; readonly roots?: boolean }
+    ) => {
+      const lineage = filter?.parent !== undefined
+        ? sql` AND parent_id = ${filter.parent}`
+        : filter?.roots === true
+        ? sql` AND parent_id IS NULL`
+        : sql``
+      return cursor === undefined
+        ? sql`SELECT ${conversation} FROM conversations WHERE 1 = 1${lineage} ORDER BY updated_at DESC, touched DESC LIMIT ${limit}`
         : sql`SELECT ${conversation} FROM conversations
-              WHERE (updated_at, touched) < (${cursor.updatedAt}, ${cursor.touched})
-              ORDER BY updated_at DESC, touched DESC LIMIT ${limit}`,
+              WHERE (updated_at, touched) < (${cursor.updatedAt}, ${cursor.touched})${lineage}
+              ORDER BY updated_at DESC, touched DESC LIMIT ${limit}`
+    },
     insertConversation: (row: {
       readonly id: string
       readonly title: string | null
       readonly settings: string
       readonly created_at: number
       readonly updated_at: number
+      readonly parent_id: string | null
+      readonly parent_call: string | null
+      readonly forked_from: string | null
+      readonly forked_at: number | null
     }) =>
-      sql`INSERT INTO conversations (id, title, settings, created_at, updated_at, touched)
-        VALUES (${row.id}, ${row.title}, ${row.settings}, ${row.created_at}, ${row.updated_at}, ${touch})`,
+      sql`INSERT INTO conversations (id, title, settings, created_at, updated_at, touched, parent_id, parent_call, forked_from, forked_at)
+        VALUES (${row.id}, ${row.title}, ${row.settings}, ${row.created_at}, ${row.updated_at}, ${touch},
+                ${row.parent_id}, ${row.parent_call}, ${row.forked_from}, ${row.forked_at})
+        ON CONFLICT (parent_id, parent_call) WHERE parent_id IS NOT NULL DO NOTHING`,
+    // conversations_parent: a Task call has at most one child conversation
+    childOf: (parentId: string, toolCallId: string) =>
+      sql`SELECT ${conversation} FROM conversations WHERE parent_id = ${parentId} AND parent_call = ${toolCallId}`,
     updateConversation: (id: string, now: number, settings: string | null, title: string | null) =>
       sql<{ readonly id: string }>`UPDATE conversations
         SET updated_at = ${now}, touched = ${touch},

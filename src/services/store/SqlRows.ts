@@ -3,7 +3,7 @@ import type { Conversation } from "../../domain/Conversation.js"
 import type { StoreError } from "../../domain/Errors.js"
 import { StopReasonValue } from "../../domain/Events.js"
 import type { StoredItem } from "../../domain/History.js"
-import { ConversationId, MessageId, Otid, RunId } from "../../domain/Ids.js"
+import { ConversationId, MessageId, Otid, RunId, ToolCallId } from "../../domain/Ids.js"
 import type { Run } from "../../domain/Run.js"
 import { decodeEvent, decodeStoredSettings } from "./Codec.js"
 
@@ -41,7 +41,11 @@ export const ConversationRow = Schema.Struct({
   settings: Schema.String,
   created_at: Integer,
   updated_at: Integer,
-  touched: Integer
+  touched: Integer,
+  parent_id: Schema.NullOr(ConversationId),
+  parent_call: Schema.NullOr(ToolCallId),
+  forked_from: Schema.NullOr(ConversationId),
+  forked_at: Schema.NullOr(Integer)
 })
 export type ConversationRow = typeof ConversationRow.Type
 
@@ -95,7 +99,11 @@ export const toConversation = (source: RowSource) => (row: ConversationRow): Eff
     ...(row.title === null ? {} : { title: row.title }),
     created_at: row.created_at,
     updated_at: row.updated_at,
-    settings
+    settings,
+    ...(row.parent_id !== null && row.parent_call !== null
+      ? { parent: { conversation_id: row.parent_id, tool_call_id: row.parent_call } }
+      : {}),
+    ...(row.forked_from !== null && row.forked_at !== null ? { forked_from: { conversation_id: row.forked_from, at: row.forked_at } } : {})
   }))
 
 export const toRuns = (source: RowSource) => (rows: ReadonlyArray<unknown>): Effect.Effect<ReadonlyArray<Run>, StoreError> =>

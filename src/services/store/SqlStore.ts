@@ -75,9 +75,16 @@ export const makeSqlStore = (engine: SqlEngine) => {
         title: conversation.title ?? null,
         settings: body,
         created_at: conversation.created_at,
-        updated_at: conversation.updated_at
+        updated_at: conversation.updated_at,
+        parent_id: conversation.parent?.conversation_id ?? null,
+        parent_call: conversation.parent?.tool_call_id ?? null,
+        forked_from: conversation.forked_from?.conversation_id ?? null,
+        forked_at: conversation.forked_from?.at ?? null
       }).pipe(retry, run)
-      return conversation
+      if (conversation.parent === undefined) return conversation
+      // The insert did nothing when this call has a child already: that one is the answer.
+      const [child] = yield* q.childOf(conversation.parent.conversation_id, conversation.parent.tool_call_id).pipe(Effect.flatMap(conversations), run)
+      return child ?? conversation
     }),
 
     getConversation,
@@ -88,7 +95,7 @@ export const makeSqlStore = (engine: SqlEngine) => {
       if (options?.before !== undefined && Option.isNone(cursor)) {
         return yield* new InvalidInput({ message: `Not a conversation list cursor: ${options.before}` })
       }
-      const rows = yield* q.conversationsPage(Option.getOrUndefined(cursor), limit + 1).pipe(run)
+      const rows = yield* q.conversationsPage(Option.getOrUndefined(cursor), limit + 1, options).pipe(run)
       const decoded = yield* decodeRows(ConversationRow, source)(rows)
       const page = decoded.slice(0, limit)
       const last = page[page.length - 1]

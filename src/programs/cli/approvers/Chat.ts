@@ -6,7 +6,7 @@ import type { Decision } from "../../../domain/Events.js"
 import type { Approver } from "../../session/ApprovalGate.js"
 import { ANSWER_HINT, answerLine, parseAnswer, questionLines, readForPreview } from "../view/ApprovalView.js"
 import type { LineEditor } from "../view/LineEditor.js"
-import type { LiveView } from "../view/LiveView.js"
+import { type LiveView, shownKey } from "../view/LiveView.js"
 import type { Style } from "../view/Style.js"
 
 /**
@@ -33,10 +33,10 @@ export const makeChatApproval = (options: {
     const { editor, style, view } = options
     const approver: Approver = (request) =>
       Effect.gen(function*() {
-        yield* view.awaitShown(request.call.tool_call_id)
+        yield* view.awaitShown(shownKey(request.call.tool_call_id, request.origin))
         const content = yield* readForPreview(options.workspace, request)
         const note = options.toolNote === undefined ? undefined : yield* options.toolNote(request.call.name)
-        yield* view.print(questionLines(request, content, style, note).join("\n"), request.call.tool_call_id)
+        yield* view.print(questionLines(request, content, style, note).join("\n"), request.origin === undefined ? request.call.tool_call_id : undefined)
         const answered = yield* Deferred.make<Decision>()
         const decision = yield* Effect.acquireUseRelease(
           Effect.zipRight(

@@ -56,7 +56,9 @@ export const questionLines = (request: ApprovalRequest, content: string | undefi
   return [
     ...previewLines(request, content, style),
     ...(note !== undefined ? [`    ${style.dim(note)}`] : []),
-    `  ${style.yellow("?")} ${style.bold(`Allow ${header.tool}`)} ${header.subject}`,
+    request.origin === undefined
+      ? `  ${style.yellow("?")} ${style.bold(`Allow ${header.tool}`)} ${header.subject}`
+      : `  ${style.yellow("?")} subagent «${request.origin.description}» wants to run ${style.bold(header.tool)} ${header.subject}`,
     `    ${style.bold("y")} once · ${style.bold("a")} always in this session (adds ${style.cyan(request.grant.text)}) · ${style.bold("n")} deny`
   ]
 }

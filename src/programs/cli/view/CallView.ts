@@ -56,6 +56,10 @@ export const callHeader = (call: ToolCall): CallHeader => {
     }
     case "LS":
       return { tool: "LS", subject: path ?? "." }
+    case "Task": {
+      const type = str(a["subagent_type"])
+      return { tool: "Task", subject: `«${str(a["description"]) ?? "?"}»${type !== undefined ? ` (${type})` : ""}` }
+    }
     default:
       return { tool: call.name, subject: path ?? oneLine(call.arguments, 120) }
   }

@@ -1,5 +1,5 @@
 import type { TaskEvent } from "../../../domain/Events.js"
-import type { ToolCall } from "../../../domain/Messages.js"
+import type { Origin, ToolCall } from "../../../domain/Messages.js"
 import { extract } from "../../../domain/Tags.js"
 import { callHeader, type DiffLine } from "./CallView.js"
 import type { Style } from "./Style.js"
@@ -48,6 +48,8 @@ export interface ViewState {
   readonly lastCall: string | undefined
   /** Between compaction_begin and compaction_end the model writes a summary, not an answer. */
   readonly compacting: boolean
+  /** Each subagent's own fold, by its Task call. */
+  readonly children?: ReadonlyMap<string, ViewState>
 }
 
 export const initialView: ViewState = { textOpen: false, inReasoning: false, calls: new Map(), lastCall: undefined, compacting: false }
@@ -150,6 +152,7 @@ const stopLine = (event: Extract<TaskEvent, { type: "stop_reason" }>, style: Sty
 
 /** The pieces one event adds, and the state after it. */
 export const viewEvent = (state: ViewState, event: TaskEvent, options: ViewOptions): [ViewState, ReadonlyArray<Piece>] => {
+  if (event.origin !== undefined) return viewSubagent(state, event, event.origin, options)
   const { style } = options
   const pieces: Array<Piece> = []
   let { calls, compacting, inReasoning, lastCall, textOpen } = state
@@ -232,5 +235,33 @@ export const viewEvent = (state: ViewState, event: TaskEvent, options: ViewOptio
     default:
       break
   }
-  return [{ calls, compacting, inReasoning, lastCall, textOpen }, pieces]
+  return [{ ...state, calls, compacting, inReasoning, lastCall, textOpen }, pieces]
+}
+
+const SUBAGENT_INDENT = "    │ "
+
+/**
+ * A subagent's event: folded with the child's own state and drawn as notes indented under its Task
+ * call, never as the parent's answer (its text shows once, whole, when its message completes).
+ */
+const viewSubagent = (state: ViewState, event: TaskEvent, origin: Origin, options: ViewOptions): [ViewState, ReadonlyArray<Piece>] => {
+  const { style } = options
+  const children = state.children ?? new Map<string, ViewState>()
+  const known = children.get(origin.tool_call_id)
+  const pieces: Array<Piece> = []
+  if (known === undefined) pieces.push({ sink: "note", text: `${style.cyan(`  ↳ subagent «${origin.description}»`)} ${style.dim(origin.conversation_id)}\n` })
+  const child = known ?? initialView
+  const { origin: _origin, ...own } = event
+  const [next, drawn] = event.type === "text_delta" || event.type === "reasoning_delta" || event.type === "tool_call_delta"
+    ? [child, []]
+    : viewEvent(child, own, { ...options, reasoning: false, prompts: false, steering: false })
+  const lines = [
+    ...(event.type === "assistant_message" && event.content.trim() !== "" ? event.content.replace(/\n+$/, "").split("\n") : []),
+    ...drawn.filter((p) => p.sink === "note").flatMap((p) => p.text.replace(/\n$/, "").split("\n"))
+  ]
+  const all = new Map(children).set(origin.tool_call_id, next)
+  // Several children interleave their lines: then each line says whose it is.
+  const indent = all.size > 1 ? `${SUBAGENT_INDENT}${style.dim(`«${origin.description}»`)} ` : SUBAGENT_INDENT
+  if (lines.length > 0) pieces.push({ sink: "note", text: `${lines.map((l) => `${indent}${l}`).join("\n")}\n` })
+  return [{ ...state, children: all }, pieces]
 }

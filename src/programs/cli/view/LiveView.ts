@@ -4,6 +4,7 @@ import * as FiberId from "effect/FiberId"
 import * as Schedule from "effect/Schedule"
 import type * as Scope from "effect/Scope"
 import type { TaskEvent } from "../../../domain/Events.js"
+import type { Origin } from "../../../domain/Messages.js"
 import { callHeader } from "./CallView.js"
 import { initialView, type ViewOptions, type ViewState, viewEvent } from "./EventView.js"
 import { describePhase, initialPhase, type Phase, stepPhase, tokenText } from "./Phase.js"
@@ -13,6 +14,10 @@ import type { Screen } from "./Screen.js"
  * A task as it happens, on a Screen: the event view above, and under it a status line with a spinner,
  * what the task is doing, how long it has run and the tokens so far. Shared by `chat` and `demo`.
  */
+/** Which shown call an approval waits for: a subagent's call ids are its own conversation's, so they may repeat the parent's. */
+export const shownKey = (toolCallId: string, origin: Origin | undefined): string =>
+  origin === undefined ? toolCallId : `${origin.tool_call_id}/${toolCallId}`
+
 export interface LiveView {
   readonly show: (event: TaskEvent) => Effect.Effect<void>
   /** Whole lines of output, on a fresh line; `callId` when they are about that call. */
@@ -68,7 +73,7 @@ export const makeLiveView = (screen: Screen, options: ViewOptions, hint: string)
         }
         paint()
       }).pipe(Effect.zipRight(
-        event.type === "tool_call" ? Effect.asVoid(Deferred.succeed(shownLatch(event.tool_call_id), undefined)) : Effect.void
+        event.type === "tool_call" ? Effect.asVoid(Deferred.succeed(shownLatch(shownKey(event.tool_call_id, event.origin)), undefined)) : Effect.void
       )),
     print: (text, callId) =>
       Effect.sync(() => {

@@ -35,6 +35,10 @@ const withMaps = (phase: Phase, f: (running: Map<string, string>, calls: Map<str
 
 /** `now` stamps a reconnect wait, so the status line can count down. */
 export const stepPhase = (phase: Phase, event: TaskEvent, now: number): Phase => {
+  // A subagent's events count its tokens; the activity stays the parent's, whose Task call shows as running.
+  if (event.origin !== undefined) {
+    return event.type === "token_usage" ? { ...phase, inputTokens: phase.inputTokens + event.input_tokens, outputTokens: phase.outputTokens + event.output_tokens } : phase
+  }
   switch (event.type) {
     case "user_message":
       return phase.activity._tag === "Idle" ? { ...phase, activity: { _tag: "Waiting" } } : phase

@@ -150,8 +150,22 @@ const closeQuestions = (why) => {
 
 const steeringText = (text) => /^\[user_steering\]([\s\S]*)\[\/user_steering\]$/.exec(text.trim())?.[1]?.trim()
 
+/**
+ * A subagent's event: its tool calls are cards of their own, keyed by its conversation (its call ids
+ * may repeat the parent's) and titled with its description; its text reaches the parent as the Task
+ * call's result, so it is not shown twice.
+ */
+const showChild = (e) => {
+  if (typeof e.tool_call_id !== "string") return
+  const id = `${e.origin.conversation_id}/${e.tool_call_id}`
+  show({ ...e, origin: undefined, tool_call_id: id })
+  const card = view.calls.get(id)
+  if (card !== undefined && !card.title.textContent.startsWith("«")) card.title.textContent = `«${e.origin.description}» ${card.title.textContent}`
+}
+
 /** One event of the transcript, from the history or live. */
 const show = (e) => {
+  if (e.origin !== undefined) return showChild(e)
   const transcript = $("transcript")
   switch (e.type) {
     case "user_message": {

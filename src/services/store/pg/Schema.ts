@@ -11,7 +11,7 @@ import { corruptError, newerSchemaError, type PgTarget } from "./Failures.js"
  * gap or a repeat (the primary key, and a trigger that refuses a chunk whose predecessor is missing).
  */
 
-export const SCHEMA_VERSION = 2
+export const SCHEMA_VERSION = 3
 
 export const MIGRATIONS_TABLE = "baton_migrations"
 
@@ -114,9 +114,18 @@ const initial = (sql: SqlClient) =>
 const toolReturnIndex = (sql: SqlClient) =>
   sql`CREATE INDEX items_tool_return ON items (conversation_id, (body::jsonb ->> 'tool_call_id')) WHERE type = 'tool_return'`
 
+// A subagent's conversation names its parent's Task call (one child per call); a fork names its source.
+const lineage = (sql: SqlClient) =>
+  Effect.gen(function*() {
+    yield* sql`ALTER TABLE conversations ADD COLUMN parent_id text, ADD COLUMN parent_call text,
+      ADD COLUMN forked_from text, ADD COLUMN forked_at bigint`
+    yield* sql`CREATE UNIQUE INDEX conversations_parent ON conversations (parent_id, parent_call) WHERE parent_id IS NOT NULL`
+  })
+
 const migrations: ReadonlyArray<readonly [id: number, name: string, run: (sql: SqlClient) => Effect.Effect<unknown, SqlError>]> = [
   [1, "initial", initial],
-  [2, "tool_return_index", toolReturnIndex]
+  [2, "tool_return_index", toolReturnIndex],
+  [3, "lineage", lineage]
 ]
 
 const Version = Schema.Struct({ version: Schema.Union(Schema.Int, Schema.NumberFromString) })

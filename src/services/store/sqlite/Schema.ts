@@ -6,7 +6,7 @@ import { Effect } from "effect"
 export const APPLICATION_ID = 0x4261746e
 
 /** Also recorded as `PRAGMA user_version`; a file above it was written by a newer Baton. */
-export const SCHEMA_VERSION = 3
+export const SCHEMA_VERSION = 4
 
 export const MIGRATIONS_TABLE = "baton_migrations"
 
@@ -97,11 +97,22 @@ const toolReturnIndex = Effect.gen(function*() {
   yield* sql.unsafe(`PRAGMA user_version = 3`)
 })
 
+const lineage = Effect.gen(function*() {
+  const sql = yield* SqlClient
+  // A subagent's conversation names its parent's Task call (one child per call); a fork names its source.
+  yield* sql`ALTER TABLE conversations ADD COLUMN parent_id TEXT`
+  yield* sql`ALTER TABLE conversations ADD COLUMN parent_call TEXT`
+  yield* sql`ALTER TABLE conversations ADD COLUMN forked_from TEXT`
+  yield* sql`ALTER TABLE conversations ADD COLUMN forked_at INTEGER`
+  yield* sql`CREATE UNIQUE INDEX conversations_parent ON conversations (parent_id, parent_call) WHERE parent_id IS NOT NULL`
+  yield* sql.unsafe(`PRAGMA user_version = 4`)
+})
+
 /** Runs the missing migrations in one transaction; each one records its id as `user_version`. */
 export const migrate = Migrator.make({})({
   loader: Migrator.fromRecord({
     "0001_initial": initial, "0002_run_owners_and_segments": runOwnersAndSegments,
-    "0003_tool_return_index": toolReturnIndex
+    "0003_tool_return_index": toolReturnIndex, "0004_lineage": lineage
   }),
   table: MIGRATIONS_TABLE
 })

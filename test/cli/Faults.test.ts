@@ -17,7 +17,11 @@ import type { Wire } from "../support/MockWire.js"
  * every wait is the policy's own (250 ms, doubling; or the server's retry-after).
  */
 
-const TIMEOUT_MS = 400
+/**
+ * Short for the two tests that exercise a timeout; the others keep the defaults, so a loaded machine
+ * (16 CLI children at once) never turns a slow first byte into a fault the test did not inject.
+ */
+const TIMEOUT_MS = 1000
 
 /** A call whose every execution leaves a line in a log (executions are counted, not inferred). */
 const logCall = (id: string) => ({ id, name: "Bash", args: { command: `echo ${id} >> calls.log; echo ran` } })
@@ -43,6 +47,8 @@ const run = (faulty: ReadonlyArray<Reply>, options: {
   readonly respond?: (r: RecordedRequest) => Reply
   /** A first task to continue (the fault then hits the continued one). */
   readonly continueWith?: ReadonlyArray<Reply>
+  /** Sets the first-byte and stall timeouts to TIMEOUT_MS. */
+  readonly shortTimeouts?: boolean
 } = {}) =>
   Effect.gen(function*() {
     const tool = Reply.toolCalls([logCall("c0")])
@@ -52,8 +58,7 @@ const run = (faulty: ReadonlyArray<Reply>, options: {
     const env = {
       ...server.childEnv(options.wire ?? "openai-chat"),
       BATON_HOME: dirs.home,
-      BATON_FIRST_BYTE_TIMEOUT_MS: String(TIMEOUT_MS),
-      BATON_STALL_TIMEOUT_MS: String(TIMEOUT_MS)
+      ...(options.shortTimeouts === true ? { BATON_FIRST_BYTE_TIMEOUT_MS: String(TIMEOUT_MS), BATON_STALL_TIMEOUT_MS: String(TIMEOUT_MS) } : {})
     }
     const args = ["run", "--json", "--approve", "allow", "--workspace", dirs.workspace]
     if (options.continueWith !== undefined) {
@@ -102,7 +107,7 @@ const ok = Reply.text("recovered")
 describe.concurrent("fault matrix: baton run --json against the mock", () => {
   it.scopedLive("first-byte timeout → reconnect after 250 ms; one request more; exit 0", () =>
     Effect.gen(function*() {
-      const o = yield* run([Reply.text("never", {}, { hang: true }), ok])
+      const o = yield* run([Reply.text("never", {}, { hang: true }), ok], { shortTimeouts: true })
       assert.strictEqual(o.code, 0, o.stderr)
       assert.deepStrictEqual(o.executions, ["c0"], `the tool before the fault ran once: ${o.c0}`)
       assert.deepStrictEqual(ends(o.events), [["retrying", 250, "ProviderTimeout"], ["ok", null, null]])
@@ -112,7 +117,7 @@ describe.concurrent("fault matrix: baton run --json against the mock", () => {
 
   it.scopedLive("stall mid-stream → reconnect; the retry carries the partial text in [turn_retried]", () =>
     Effect.gen(function*() {
-      const o = yield* run([Reply.text(["half ", "an ", "answer"], {}, { stallAfter: 3 }), ok])
+      const o = yield* run([Reply.text(["half ", "an ", "answer"], {}, { stallAfter: 3 }), ok], { shortTimeouts: true })
       assert.strictEqual(o.code, 0, o.stderr)
       assert.deepStrictEqual(o.executions, ["c0"], `the tool before the fault ran once: ${o.c0}`)
       assert.deepStrictEqual(ends(o.events), [["retrying", 250, "ProviderTimeout"], ["ok", null, null]])

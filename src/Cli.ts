@@ -86,7 +86,10 @@ const lazy = <A, E, R>(f: (m: Commands) => Effect.Effect<A, E, R>) => Effect.fla
 
 const run = Command.make(
   "run",
-  { common, json, prompt: Args.text({ name: "prompt" }).pipe(Args.atLeast(1), Args.withDescription("What to do (`-` reads it from stdin)")) },
+  { common, json, prompt: Args.text({ name: "prompt" }).pipe(
+    Args.repeated,
+    Args.withDescription("What to do (`-` reads it from stdin); with --continue or --conversation and no prompt, resumes the calls left waiting")
+  ) },
   (a) => lazy((m) => m.run(toArgs(a.common), { json: a.json, prompt: a.prompt }))
 ).pipe(Command.withDescription("Run one task and exit: the answer streams to stdout, progress to stderr"))
 

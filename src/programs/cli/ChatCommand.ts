@@ -174,6 +174,14 @@ export const chat: (io: Io, env: AppEnv, model: string) => Effect.Effect<
       }
     })
 
+  // Calls a killed process left waiting are asked again now, before any new prompt (Letta: "the
+  // approval prompt pops up again"); answering them finishes the task they belonged to.
+  if (selected.id !== undefined && (yield* session.pendingApprovals).length > 0) {
+    yield* view.print(style.dim("resuming the calls left waiting for approval"))
+    yield* task(session.run([], turns !== undefined ? { maxTurns: turns } : {}))
+    screen.write("\n")
+  }
+
   let armedExit = false
   for (;;) {
     editor.setPrompt(prompt)

@@ -49,10 +49,18 @@ const readPrompt = (words: ReadonlyArray<string>) =>
 
 export const run = Effect.fn("Commands.run")(function*(args: CommonArgs, options: { readonly json: boolean; readonly prompt: ReadonlyArray<string> }) {
   const io = nodeIo()
-  const prompt = yield* readPrompt(options.prompt)
+  const resuming = options.prompt.length === 0
+  if (resuming && !args.continue && args.conversation === undefined) {
+    return yield* new ConfigError({
+      source: "command line",
+      field: "prompt",
+      message: "a prompt is needed (without one, `baton run --continue` or `--conversation ID` resumes the calls left waiting)"
+    })
+  }
+  const prompt = resuming ? [] : [yield* readPrompt(options.prompt)]
   const env = yield* resolveEnv(args, io.cwd())
   const model = yield* Layers.model(env)
-  yield* runTask(io, { env, prompt: [prompt], json: options.json }).pipe(Effect.scoped, Effect.provide(Layers.task(env, model.layer)))
+  yield* runTask(io, { env, prompt, json: options.json }).pipe(Effect.scoped, Effect.provide(Layers.task(env, model.layer)))
 })
 
 export const chat = Effect.fn("Commands.chat")(function*(args: CommonArgs) {

@@ -5,7 +5,7 @@ import type { BackendError } from "../../domain/Errors.js"
 import { InvalidInput } from "../../domain/Errors.js"
 import type { ApprovalDecision, TaskEvent } from "../../domain/Events.js"
 import { type ConversationId, Otid } from "../../domain/Ids.js"
-import type { ToolReturn, UserMessage } from "../../domain/Messages.js"
+import type { ToolCall, ToolReturn, UserMessage } from "../../domain/Messages.js"
 import { parseRules } from "../../domain/Permissions.js"
 import type { ThinkingLevel } from "../../domain/ProviderEvent.js"
 import { DEFAULT_MAX_TURNS, emptyRules, type PermissionRules } from "../../domain/Settings.js"
@@ -62,6 +62,11 @@ export interface Session {
   /** The last few messages, for a resumed screen. */
   readonly backfill: ReturnType<Backend["Type"]["backfill"]>
   readonly isRunning: Effect.Effect<boolean>
+  /**
+   * Calls a dead process left waiting for a result. A relaunched client shows them (their approval
+   * question) at once with `run([])`, which resumes them and finishes the task.
+   */
+  readonly pendingApprovals: Effect.Effect<ReadonlyArray<ToolCall>, SessionError>
   /** Manual compaction (`/compact`): the conversation's one active job while it runs. */
   readonly compact: Stream.Stream<TaskEvent, SessionError>
   readonly compactability: Effect.Effect<Compactability, SessionError>
@@ -218,6 +223,7 @@ export const open = Effect.fn("Session.open")(function*(config: SessionConfig = 
     skipReconnectWait: backend.skipReconnectWait(conversation.id),
     backfill: backend.backfill(conversation.id),
     isRunning: Effect.isSuccess(FiberHandle.get(current)),
+    pendingApprovals: backend.pendingApprovals(conversation.id),
     compact: backend.compact(conversation.id, "manual"),
     compactability: backend.compactability(conversation.id),
     generateTitle: backend.generateTitle(conversation.id)

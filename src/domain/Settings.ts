@@ -72,6 +72,8 @@ export const SettingsFile = Schema.Struct({
   provider: Schema.optionalWith(ProviderKind, { exact: true }),
   baseUrl: Schema.optionalWith(Schema.NonEmptyString, { exact: true }),
   systemPrompt: Schema.optionalWith(Schema.String, { exact: true }),
+  /** Claude Code's convention: a shell command whose stdout is the API key (run at start and after the key is refused). */
+  apiKeyHelper: Schema.optionalWith(Schema.NonEmptyString, { exact: true }),
   permissions: Schema.optionalWith(
     Schema.Struct({
       allow: Schema.optionalWith(Schema.Array(Schema.String), { exact: true }),

@@ -4,8 +4,10 @@ import * as Queue from "effect/Queue"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import type { BackendError, ConfigError } from "../../domain/Errors.js"
-import type { TaskEvent } from "../../domain/Events.js"
+import type { StopReasonValue, TaskEvent } from "../../domain/Events.js"
 import type { Backend } from "../../services/Backend.js"
+import type { Credentials } from "../../services/provider/Credentials.js"
+import { authLock } from "./AuthLock.js"
 import { McpClients } from "../../services/McpClients.js"
 import type { ToolExecutor } from "../../services/ToolExecutor.js"
 import type { Approver } from "../session/ApprovalGate.js"
@@ -26,6 +28,7 @@ import { VERSION } from "./Version.js"
 const HELP = [
   "/compact   summarize the conversation so far into a fresh context",
   "/title     give the conversation a title (one model call)",
+  "/key       (when locked after the model refused the key) type a key for this process, not shown",
   "/help      this list",
   "/exit      leave (Ctrl-D or Ctrl-C twice at the prompt also leave)",
   "While a task runs: type and press Enter to steer it; Ctrl-C (or Esc) interrupts it."
@@ -38,11 +41,11 @@ const HELP = [
  * is a prompt, nothing is approved by a prompt, and the end of input ends the chat. `model` names
  * the model for the header line.
  */
-export const chat: (io: Io, env: AppEnv, model: string) => Effect.Effect<
+export const chat: (io: Io, env: AppEnv, model: string, credentials?: Credentials) => Effect.Effect<
   void,
   BackendError | ConfigError,
   Backend | ToolExecutor | McpClients | Scope.Scope
-> = Effect.fn("Cli.chat")(function*(io: Io, env: AppEnv, model: string) {
+> = Effect.fn("Cli.chat")(function*(io: Io, env: AppEnv, model: string, credentials?: Credentials) {
   const interactive = io.stdinTTY && io.stdoutTTY
   const style = makeStyle(colorFor({ isTTY: io.stdoutTTY }, io.env))
   const screen = makeScreen({ write: io.out, columns: io.columns }, interactive)
@@ -105,8 +108,12 @@ export const chat: (io: Io, env: AppEnv, model: string) => Effect.Effect<
       yield* view.during
       editor.setPrompt(steerPrompt)
       let interrupts = 0
+      let stop: StopReasonValue | undefined
       const renderer = yield* events.pipe(
-        Stream.runForEach(view.show),
+        Stream.runForEach((event) => {
+          if (event.type === "stop_reason") stop = event.reason
+          return view.show(event)
+        }),
         Effect.catchAll((error) => view.print(style.red(`✗ ${error.message}`))),
         Effect.forkScoped
       )
@@ -141,7 +148,23 @@ export const chat: (io: Io, env: AppEnv, model: string) => Effect.Effect<
         }
       })))
       yield* Fiber.join(renderer)
+      return stop
     }))
+
+  /**
+   * A prompt's task; after an `auth` stop the prompt is locked until the credentials are fixed, then
+   * the prompt is sent again. "exit" when the user left from the lock.
+   */
+  const prompted = (text: ReadonlyArray<string>) =>
+    Effect.gen(function*() {
+      for (;;) {
+        const stop = yield* task(session.run(text, turns !== undefined ? { maxTurns: turns } : {}))
+        screen.write("\n")
+        if (stop !== "auth" || !interactive) return undefined
+        const outcome = yield* authLock({ model, credentials, input, editor, view, style, prompt })
+        if (outcome === "exit") return "exit" as const
+      }
+    })
 
   const slash = (line: string) =>
     Effect.gen(function*() {
@@ -181,9 +204,10 @@ export const chat: (io: Io, env: AppEnv, model: string) => Effect.Effect<
     yield* task(session.run([], turns !== undefined ? { maxTurns: turns } : {}))
     screen.write("\n")
   }
+  let leaving = false
 
   let armedExit = false
-  for (;;) {
+  while (!leaving) {
     editor.setPrompt(prompt)
     const event = yield* Queue.take(input)
     if (event._tag === "Eof") break
@@ -206,8 +230,7 @@ export const chat: (io: Io, env: AppEnv, model: string) => Effect.Effect<
       if ((yield* slash(text)) === "exit") break
       continue
     }
-    yield* task(session.run(text, turns !== undefined ? { maxTurns: turns } : {}))
-    screen.write("\n")
+    leaving = (yield* prompted([text])) === "exit"
   }
   yield* view.print(style.dim(`conversation ${session.conversationId}\ncontinue it with: baton chat --conversation ${session.conversationId}`))
 })

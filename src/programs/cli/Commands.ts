@@ -68,7 +68,7 @@ export const chat = Effect.fn("Commands.chat")(function*(args: CommonArgs) {
   const env = yield* resolveEnv(args, io.cwd())
   const model = yield* Layers.model(env)
   const { chat: chatProgram } = yield* chatCommand
-  yield* chatProgram(io, env, model.describe).pipe(Effect.scoped, Effect.provide(Layers.task(env, model.layer)))
+  yield* chatProgram(io, env, model.describe, model.credentials).pipe(Effect.scoped, Effect.provide(Layers.task(env, model.layer)))
 })
 
 export const replay = Effect.fn("Commands.replay")(function*(args: CommonArgs, options: { readonly json: boolean; readonly cassette: string }) {

@@ -124,7 +124,8 @@ export const chat: (io: Io, env: AppEnv, model: string, credentials?: Credential
           case "Line": {
             if (yield* approval.answer(event.text)) return
             const text = event.text.trim()
-            if (text === "") return
+            // Enter alone during a wait (a reconnect, a busy conversation) retries now; the count is unchanged.
+            if (text === "") return yield* Effect.ignore(session.skipReconnectWait)
             if (text.startsWith("/")) return yield* view.print(style.dim("commands wait until the task ends (Ctrl-C interrupts it)"))
             const queued = yield* session.steer(text)
             return yield* view.print(queued

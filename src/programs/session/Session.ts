@@ -8,6 +8,7 @@ import { type ConversationId, Otid } from "../../domain/Ids.js"
 import type { ToolCall, ToolReturn, UserMessage } from "../../domain/Messages.js"
 import { parseRules } from "../../domain/Permissions.js"
 import type { ThinkingLevel } from "../../domain/ProviderEvent.js"
+import { skippableWait } from "../../domain/RecoverySchedule.js"
 import { DEFAULT_MAX_TURNS, emptyRules, type PermissionRules } from "../../domain/Settings.js"
 import type { Compactability } from "../../domain/Compaction.js"
 import { Backend } from "../../services/Backend.js"
@@ -146,6 +147,8 @@ export const open = Effect.fn("Session.open")(function*(config: SessionConfig = 
   yield* syncTools
   const gate = yield* makeGate(rules, workspace)
   const steering = yield* Ref.make<Option.Option<ReadonlyArray<string>>>(Option.none())
+  // The task's own waits (busy, a broken stream), cut short by skipReconnectWait like the backend's.
+  const skip = yield* Ref.make(yield* Deferred.make<void>())
   // Cancels outlive the task that started them; closing the session waits for them, never drops them.
   const cancels = yield* FiberSet.make()
   yield* Effect.addFinalizer(() => FiberSet.awaitEmpty(cancels))
@@ -172,6 +175,7 @@ export const open = Effect.fn("Session.open")(function*(config: SessionConfig = 
           emit: (events) => Effect.asVoid(out.offerAll(events)),
           commit: (result, decision) => commitResult(backend, conversation.id, result, decision),
           otid: newOtid,
+          wait: skippableWait(skip),
           progress: yield* Ref.make(TaskProgress.initial),
           batch: yield* Ref.make(Option.none<ToolBatch>()),
           drainSteering: Ref.modify(steering, (queue) => [Option.getOrElse(queue, () => []), Option.map(queue, () => [])]),
@@ -220,10 +224,13 @@ export const open = Effect.fn("Session.open")(function*(config: SessionConfig = 
       return yield* Ref.modify(steering, (queue) => Option.isSome(queue) ? [true, Option.some([...queue.value, text])] : [false, queue])
     }),
     interrupt: FiberHandle.clear(current),
-    skipReconnectWait: backend.skipReconnectWait(conversation.id),
+    skipReconnectWait: Effect.zipRight(
+      Effect.flatMap(Ref.get(skip), (signal) => Deferred.succeed(signal, undefined)),
+      backend.skipReconnectWait(conversation.id)
+    ),
     backfill: backend.backfill(conversation.id),
     isRunning: Effect.isSuccess(FiberHandle.get(current)),
-    pendingApprovals: backend.pendingApprovals(conversation.id),
+    pendingApprovals: Effect.suspend(() => backend.pendingApprovals(conversation.id)),
     compact: backend.compact(conversation.id, "manual"),
     compactability: backend.compactability(conversation.id),
     generateTitle: backend.generateTitle(conversation.id)

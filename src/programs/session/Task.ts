@@ -30,6 +30,8 @@ export interface TaskDeps extends BatchDeps {
    * same step, so a steer that comes later returns false instead of being silently dropped.
    */
   readonly drainOrClose: Effect.Effect<ReadonlyArray<string>>
+  /** The client's own waits (a busy conversation, a broken stream): ended early by skipReconnectWait. */
+  readonly wait: (delayMs: number) => Effect.Effect<void>
 }
 
 /** The task's next run: what it sends, and which turn it is. */
@@ -126,7 +128,7 @@ const sendRun = Effect.fn("Task.sendRun")(function*(deps: TaskDeps, run: NextRun
         events: run.events,
         ...(deps.thinking !== undefined ? { thinking: deps.thinking } : {})
       })
-      const stop = yield* followRun(deps.backend, deps.progress, chunks, readRun(deps, batch))
+      const stop = yield* followRun(deps, chunks, readRun(deps, batch))
       const calls = yield* batch.calls
       const results = stop === "requires_approval" || calls.length > 0 ? yield* batch.settle : []
       return { stop, calls, results, decisions: yield* batch.uncommittedDecisions } satisfies RunEnd
@@ -212,6 +214,9 @@ export const runTask = Effect.fn("Task.run")(function*(deps: TaskDeps, prompt: R
   // A retry sends `next` again: the failed run's input, or the stale approvals' denials instead.
   const ending = yield* retry(turns(deps, next), {
     budgets: taskBudgets,
+    announce: (step, delayMs) =>
+      step.decision._tag === "WaitBusy" ? deps.emit([{ type: "wait", reason: "busy", retry_in_ms: delayMs }]) : Effect.void,
+    wait: deps.wait,
     prepare: (step) =>
       step.decision._tag === "ResolveStaleApproval" ? Ref.update(next, (run) => ({ ...run, closeStale: true })) : Effect.void,
     orElse: (failure) => Effect.fail(failure)

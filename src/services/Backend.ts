@@ -6,7 +6,7 @@ import type { Compactability } from "../domain/Compaction.js"
 import type { ApprovalDecision, Chunk, CompactionReason } from "../domain/Events.js"
 import type { Page, StoredItem } from "../domain/History.js"
 import type { ConversationId, RunId } from "../domain/Ids.js"
-import type { ToolCall, ToolReturn } from "../domain/Messages.js"
+import type { ToolCall, ToolReturn, UserMessage } from "../domain/Messages.js"
 import type { SendInput } from "../domain/Run.js"
 
 /**
@@ -77,6 +77,14 @@ export class Backend extends Context.Tag("baton/Backend")<Backend, {
   readonly compactability: (id: ConversationId) => Effect.Effect<Compactability, BackendError>
   /** A one-shot model call (no tools, no system prompt, not in history) stored as the title. */
   readonly generateTitle: (id: ConversationId) => Effect.Effect<string, BackendError>
+  /**
+   * Steering held by the backend, persisted: queued as a `[user_steering]` user text, drained into
+   * the very next model request the backend assembles (also the one right after a mid-run
+   * compaction), from whichever client sent it.
+   */
+  readonly steer: (id: ConversationId, text: string) => Effect.Effect<void, BackendError>
+  /** Removes and returns the steering no request has taken yet: a task that ends continues with it, or drops it. */
+  readonly takeSteering: (id: ConversationId) => Effect.Effect<ReadonlyArray<UserMessage>, BackendError>
   /** One trace segment as JSONL. */
   readonly exportTrace: (id: ConversationId, segment: number) => Effect.Effect<string, NotFound | StoreError | BackendError>
 }>() {}

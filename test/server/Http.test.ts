@@ -198,6 +198,8 @@ describe("server HTTP protocol", () => {
         "POST /v1/conversations/{id}/tool-results",
         "GET /v1/conversations/{id}/backfill",
         "POST /v1/conversations/{id}/skip-reconnect-wait",
+        "POST /v1/conversations/{id}/steering",
+        "POST /v1/conversations/{id}/steering/take",
         "POST /v1/conversations/{id}/compact",
         "GET /v1/conversations/{id}/compactability",
         "POST /v1/conversations/{id}/title",

@@ -341,6 +341,25 @@ export const backendContract = (name: string, make: MakeBackend) =>
 
     resultsContract(withBackend)
 
+    it.effect("steer: held until the next request the backend assembles, drained into it (and its stream); takeSteering takes the rest", () =>
+      withBackend([Turn.text("one"), Turn.text("two")], (backend) =>
+        Effect.gen(function*() {
+          const script = yield* ProviderScript
+          const conv = yield* backend.createConversation(settings)
+          yield* backend.steer(conv.id, "use tabs")
+          const chunks = yield* collect(backend.send(conv.id, input(user("q1"))))
+          const steering = "[user_steering]\nuse tabs\n[/user_steering]"
+          const [request] = yield* script.requests
+          assert.deepStrictEqual(request!.history.flatMap((m) => (m.type === "user_message" ? [m.content] : [])), ["q1", steering])
+          assert.deepStrictEqual(chunks.flatMap((c) => (c.type === "user_message" ? [c.content] : [])), [steering], "the run streams what it drained")
+          assert.include((yield* backend.history(conv.id)).map((h) => ("content" in h.item ? h.item.content : "")), steering, "recorded like any prompt")
+          yield* backend.steer(conv.id, "later")
+          assert.deepStrictEqual((yield* backend.takeSteering(conv.id)).map((m) => m.content), ["[user_steering]\nlater\n[/user_steering]"])
+          assert.deepStrictEqual(yield* backend.takeSteering(conv.id), [])
+          assert.strictEqual((yield* Effect.flip(backend.steer(conv.id, "")))._tag, "InvalidInput")
+          assert.strictEqual((yield* Effect.flip(backend.steer("conv-nope" as typeof conv.id, "x")))._tag, "NotFound")
+        })))
+
     it.effect("history and backfill are chronological", () =>
       withBackend([Turn.text("one"), Turn.text("two")], (backend) =>
         Effect.gen(function*() {

@@ -8,7 +8,10 @@
  * client side (programs/session) reaches it only through the Backend port.
  */
 import { Effect, Layer, Stream } from "effect"
-import { NotFound } from "../../domain/Errors.js"
+import { InvalidInput, NotFound } from "../../domain/Errors.js"
+import { Otid } from "../../domain/Ids.js"
+import type { UserMessage } from "../../domain/Messages.js"
+import { steeringText } from "../../domain/Tags.js"
 import { type Budgets, turnBudgets } from "../../domain/Recovery.js"
 import { Backend } from "../../services/Backend.js"
 import { currentOwner } from "../../services/ProcessIdentity.js"
@@ -53,6 +56,12 @@ export const makeBackendLocal = Effect.fn("BackendLocal.make")(
         return yield* compactions.compactability(conversation, yield* actors.isBusy(id))
       }),
       generateTitle: titles.generate,
+      steer: Effect.fn("BackendLocal.steer")(function*(id, text) {
+        if (text.trim() === "") return yield* new InvalidInput({ message: "steering needs some text" })
+        const message: UserMessage = { type: "user_message", content: steeringText(text), otid: Otid.make(`steer-${crypto.randomUUID()}`) }
+        yield* store.queueSteering(id, message)
+      }),
+      takeSteering: (id) => store.takeSteering(id),
       exportTrace: Effect.fn("BackendLocal.exportTrace")(function*(id, segment) {
         const last = yield* store.currentSegment(id)
         if (!Number.isInteger(segment) || segment < 1 || segment > last) {

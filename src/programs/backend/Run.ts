@@ -156,6 +156,9 @@ export class Runs extends Effect.Service<Runs>()("baton/Runs", {
 
       // A store that breaks outside the provider stream is a defect: the defect path below ends the run.
       const attempt = Effect.gen(function*() {
+        // Steering held by the backend joins every request it assembles, also the one right after a compaction.
+        const steered = yield* Effect.orDie(store.takeSteering(conversation.id))
+        if (steered.length > 0) yield* Effect.orDie(log.emit(steered.map((event) => ({ event, record: "item" as const })), {}))
         const context = yield* Effect.orDie(store.modelContext(conversation.id))
         const history = context.flatMap((stored) => (isMessage(stored.item) ? [stored.item] : []))
         const { reminder: remind } = yield* Ref.get(record)

@@ -70,6 +70,8 @@ const conversations = (context: HandlerContext) => HttpApiBuilder.group(BatonApi
       .handle("skipReconnectWait", ({ path }) => backend.skipReconnectWait(path.id))
       .handle("compactability", ({ path }) => Effect.map(backend.compactability(path.id), (compactability) => ({ compactability })))
       .handle("generateTitle", ({ path }) => Effect.map(backend.generateTitle(path.id), (title) => ({ title })))
+      .handle("steer", ({ path, payload }) => backend.steer(path.id, payload.text))
+      .handle("takeSteering", ({ path }) => backend.takeSteering(path.id))
       .handle("trace", ({ path }) => backend.exportTrace(path.id, path.segment))))
 
 const runs = (context: HandlerContext) =>

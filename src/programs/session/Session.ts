@@ -146,7 +146,14 @@ export const open = Effect.fn("Session.open")(function*(config: SessionConfig = 
   const syncTools = yield* toolSync(backend, executor, conversation)
   yield* syncTools
   const gate = yield* makeGate(rules, workspace)
-  const steering = yield* Ref.make<Option.Option<ReadonlyArray<string>>>(Option.none())
+  // Whether a task takes steering now; the queue itself is the backend's (Backend.steer).
+  const steering = yield* Ref.make(false)
+  // A steer is checked and queued, and the queue closed and taken, one at a time: none falls between.
+  const steerLock = yield* Effect.makeSemaphore(1)
+  const takeSteering = backend.takeSteering(conversation.id).pipe(
+    Effect.catchAll((error) =>
+      Effect.as(Effect.logWarning(`could not take the steering held for ${conversation.id}: ${error.message}`), [] as ReadonlyArray<UserMessage>))
+  )
   // The task's own waits (busy, a broken stream), cut short by skipReconnectWait like the backend's.
   const skip = yield* Ref.make(yield* Deferred.make<void>())
   // Cancels outlive the task that started them; closing the session waits for them, never drops them.
@@ -178,11 +185,11 @@ export const open = Effect.fn("Session.open")(function*(config: SessionConfig = 
           wait: skippableWait(skip),
           progress: yield* Ref.make(TaskProgress.initial),
           batch: yield* Ref.make(Option.none<ToolBatch>()),
-          drainSteering: Ref.modify(steering, (queue) => [Option.getOrElse(queue, () => []), Option.map(queue, () => [])]),
-          drainOrClose: Ref.modify(steering, (queue): [ReadonlyArray<string>, Option.Option<ReadonlyArray<string>>] => {
-            const texts = Option.getOrElse(queue, () => [])
-            return texts.length === 0 ? [[], Option.none()] : [texts, Option.some([])]
-          })
+          drainOrClose: steerLock.withPermits(1)(Effect.gen(function*() {
+            const held = yield* takeSteering
+            if (held.length === 0) yield* Ref.set(steering, false)
+            return held
+          }))
         }
         const task = deps.emit(messages).pipe(
           Effect.zipRight(runTask(deps, messages)),
@@ -198,7 +205,11 @@ export const open = Effect.fn("Session.open")(function*(config: SessionConfig = 
         const go = yield* Deferred.make<void>()
         const claim = FiberHandle.run(
           current,
-          Deferred.await(go).pipe(Effect.zipRight(task), Effect.ensuring(Ref.set(steering, Option.none()))),
+          // The queue is dropped when the task exits: steering is for the task it was typed into.
+          Deferred.await(go).pipe(
+            Effect.zipRight(task),
+            Effect.ensuring(steerLock.withPermits(1)(Effect.zipRight(Ref.set(steering, false), takeSteering)))
+          ),
           { onlyIfMissing: true }
         )
         // Owned by this stream's scope before anything can interrupt us: a fiber left waiting would hold the session.
@@ -206,7 +217,7 @@ export const open = Effect.fn("Session.open")(function*(config: SessionConfig = 
         if (Option.getOrUndefined(yield* Effect.option(FiberHandle.get(current))) !== fiber) {
           return yield* new InvalidInput({ message: "a task is already running in this session; steer it or interrupt it" })
         }
-        yield* Ref.set(steering, Option.some([]))
+        yield* Ref.set(steering, true)
         // The stream ends once the task has left `current`, so isRunning is already false for its reader.
         yield* Fiber.await(fiber).pipe(
           Effect.flatMap((exit) => (Exit.isFailure(exit) && !Exit.isInterrupted(exit) ? out.failCause(exit.cause) : out.end)),
@@ -221,7 +232,13 @@ export const open = Effect.fn("Session.open")(function*(config: SessionConfig = 
     conversationId: conversation.id,
     run,
     steer: Effect.fn("Session.steer")(function*(text: string) {
-      return yield* Ref.modify(steering, (queue) => Option.isSome(queue) ? [true, Option.some([...queue.value, text])] : [false, queue])
+      return yield* steerLock.withPermits(1)(Effect.gen(function*() {
+        if (!(yield* Ref.get(steering))) return false
+        return yield* backend.steer(conversation.id, text).pipe(
+          Effect.as(true),
+          Effect.catchAll((error) => Effect.as(Effect.logWarning(`could not steer: ${error.message}`), false))
+        )
+      }))
     }),
     interrupt: FiberHandle.clear(current),
     skipReconnectWait: Effect.zipRight(

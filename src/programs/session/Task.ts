@@ -7,7 +7,7 @@ import type { InputMessage, ToolCall, ToolReturn, UserMessage } from "../../doma
 import type { ThinkingLevel } from "../../domain/ProviderEvent.js"
 import { type Budgets, turnBudgets } from "../../domain/Recovery.js"
 import { retry } from "../../domain/RecoverySchedule.js"
-import { STALE_APPROVAL_REASON, steeringText, turnAbortedText } from "../../domain/Tags.js"
+import { STALE_APPROVAL_REASON, turnAbortedText } from "../../domain/Tags.js"
 import type { Backend } from "../../services/Backend.js"
 import { followRun, pendingCalls } from "./Resume.js"
 import * as TaskProgress from "./TaskProgress.js"
@@ -23,13 +23,12 @@ export interface TaskDeps extends BatchDeps {
   readonly progress: Ref.Ref<TaskProgress.TaskProgress>
   /** The latest run's batch (kept after its run: its results are unsent until the next run). */
   readonly batch: Ref.Ref<Option.Option<ToolBatch>>
-  /** Takes every queued steering text (the queue is then empty). */
-  readonly drainSteering: Effect.Effect<ReadonlyArray<string>>
   /**
-   * At the end of a turn: takes the queued texts, or — when there are none — closes the queue in the
-   * same step, so a steer that comes later returns false instead of being silently dropped.
+   * At the end of a turn: closes the steering queue (a steer that comes later returns false instead
+   * of being silently dropped) and takes what the backend still holds (no request drained it yet).
+   * Steering itself is held and drained by the backend, at every input assembly.
    */
-  readonly drainOrClose: Effect.Effect<ReadonlyArray<string>>
+  readonly drainOrClose: Effect.Effect<ReadonlyArray<UserMessage>>
   /** The client's own waits (a busy conversation, a broken stream): ended early by skipReconnectWait. */
   readonly wait: (delayMs: number) => Effect.Effect<void>
 }
@@ -72,13 +71,6 @@ const taskBudgets: Budgets = {
   invalidSummaryRetries: 0,
   storeBusyRetries: 0
 }
-
-const asMessages = (deps: TaskDeps, texts: ReadonlyArray<string>) =>
-  Effect.forEach(texts, (text) => Effect.map(deps.otid, (otid): UserMessage => ({ type: "user_message", content: steeringText(text), otid })))
-
-/** Steering queued since the last input assembly, shown and sent as user texts. */
-const steering = (deps: TaskDeps) =>
-  Effect.flatMap(deps.drainSteering, (texts) => Effect.tap(asMessages(deps, texts), deps.emit))
 
 /**
  * Reads one stream of a run into the task, a batch (what one read brought) at a time: forwards its
@@ -140,8 +132,7 @@ const afterRun = (deps: TaskDeps, run: NextRun, end: RunEnd): Effect.Effect<Eith
   Effect.gen(function*() {
     if (end.stop === "requires_approval") {
       if (run.turn >= deps.maxTurns) return Either.right({ carryOver: { results: end.results, events: end.decisions }, maxTurns: true })
-      const steered = yield* steering(deps)
-      return Either.left({ input: [...end.results, ...steered], events: end.decisions, turn: run.turn + 1, closeStale: false })
+      return Either.left({ input: end.results, events: end.decisions, turn: run.turn + 1, closeStale: false })
     }
     if (end.calls.length > 0) {
       // Calls a failed request issued may have run already; tell the model what they did.
@@ -154,13 +145,12 @@ const afterRun = (deps: TaskDeps, run: NextRun, end: RunEnd): Effect.Effect<Eith
       return Either.right({ carryOver: { results: end.results, turnAborted: text, events: end.decisions }, maxTurns: false })
     }
     if (end.stop !== "end_turn") return Either.right({ maxTurns: false })
-    const more = yield* Effect.flatMap(deps.drainOrClose, (texts) => asMessages(deps, texts))
+    const more = yield* deps.drainOrClose
     if (more.length === 0) return Either.right({ maxTurns: false })
     if (run.turn >= deps.maxTurns) return Either.right({ maxTurns: true })
     // Steering that arrived as the model finished continues the task instead of ending it.
     yield* deps.emit(more)
-    const steered = yield* steering(deps)
-    return Either.left({ input: [...more, ...steered], events: [], turn: run.turn + 1, closeStale: false })
+    return Either.left({ input: more, events: [], turn: run.turn + 1, closeStale: false })
   })
 
 /** Closes the approvals the backend holds pending with Letta's desync denial, and sends those instead of the old results. */
@@ -204,9 +194,8 @@ const turns = (deps: TaskDeps, next: Ref.Ref<NextRun>) =>
  */
 export const runTask = Effect.fn("Task.run")(function*(deps: TaskDeps, prompt: ReadonlyArray<UserMessage>) {
   const resumed = yield* pendingCalls(deps)
-  const steered = yield* steering(deps)
   const next = yield* Ref.make<NextRun>({
-    input: [...resumed.results, ...prompt, ...steered],
+    input: [...resumed.results, ...prompt],
     events: resumed.decisions,
     turn: 1,
     closeStale: false

@@ -7,7 +7,7 @@ import { Schema, SchemaAST as AST } from "effect"
 import { Conversation, ConversationSettings } from "../../domain/Conversation.js"
 import { ApprovalDecision, CompactionReason, TaskEvent } from "../../domain/Events.js"
 import { ConversationId, MessageId, RunId } from "../../domain/Ids.js"
-import { InputMessage, ToolCall, ToolReturn } from "../../domain/Messages.js"
+import { InputMessage, ToolCall, ToolReturn, UserMessage } from "../../domain/Messages.js"
 import { ThinkingLevel } from "../../domain/ProviderEvent.js"
 import {
   ApprovalPendingJson,
@@ -153,6 +153,17 @@ const conversations = HttpApiGroup.make("conversations")
     HttpApiEndpoint.post("generateTitle", "/v1/conversations/:id/title")
       .setPath(ConversationPath)
       .addSuccess(Schema.Struct({ title: Schema.String }))
+  )
+  .add(
+    HttpApiEndpoint.post("steer", "/v1/conversations/:id/steering")
+      .setPath(ConversationPath)
+      .setPayload(strict(Schema.Struct({ text: Schema.String })))
+      .addSuccess(Schema.Void, { status: 204 })
+  )
+  .add(
+    HttpApiEndpoint.post("takeSteering", "/v1/conversations/:id/steering/take")
+      .setPath(ConversationPath)
+      .addSuccess(Schema.Array(UserMessage))
   )
   .add(
     HttpApiEndpoint.get("trace", "/v1/conversations/:id/trace/:segment")

@@ -154,6 +154,12 @@ export const makeBackendRemote = (options: RemoteOptions) =>
       generateTitle: Effect.fn("BackendRemote.generateTitle")(function*(id) {
         return (yield* call(client.conversations.generateTitle({ path: { id } }))).title
       }),
+      steer: Effect.fn("BackendRemote.steer")(function*(id, text) {
+        return yield* call(client.conversations.steer({ path: { id }, payload: { text } }))
+      }),
+      takeSteering: Effect.fn("BackendRemote.takeSteering")(function*(id) {
+        return yield* call(client.conversations.takeSteering({ path: { id } }))
+      }),
       exportTrace: Effect.fn("BackendRemote.exportTrace")(function*(id, segment) {
         return yield* call(client.conversations.trace({ path: { id, segment } }))
       })

@@ -166,6 +166,17 @@ const sessions = Command.make("sessions").pipe(
   ])
 )
 
+const usage = Command.make(
+  "usage",
+  {
+    ...store,
+    json,
+    conversation: Options.text("conversation").pipe(Options.withPseudoName("ID"), Options.withDescription("Only this conversation"), Options.optional),
+    since: Options.text("since").pipe(Options.withPseudoName("YYYY-MM-DD"), Options.withDescription("Only requests from this day on (UTC)"), Options.optional)
+  },
+  (a) => lazy((m) => m.usage(storeArgs(a), { json: a.json, conversation: Option.getOrUndefined(a.conversation), since: Option.getOrUndefined(a.since) }))
+).pipe(Command.withDescription("Token usage and cost per conversation and model, from every model request recorded (cost from settings `pricing`)"))
+
 const mcp = Command.make("mcp").pipe(
   Command.withDescription("The workspace's MCP servers (settings mcpServers, <workspace>/.mcp.json)"),
   Command.withSubcommands([
@@ -179,7 +190,7 @@ const mcp = Command.make("mcp").pipe(
 
 const baton = Command.make("baton").pipe(
   Command.withDescription("An agent runtime: a model proposes tool calls, you or your rules approve them, Baton runs them."),
-  Command.withSubcommands([run, chat, sessions, mcp, serve, replay, demo])
+  Command.withSubcommands([run, chat, sessions, usage, mcp, serve, replay, demo])
 )
 
 export const cli = Command.run(baton, { name: "baton", version: VERSION })

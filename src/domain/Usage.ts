@@ -36,25 +36,37 @@ export type ModelPrice = typeof ModelPrice.Type
 export const Pricing = Schema.Record({ key: Schema.String, value: ModelPrice })
 export type Pricing = typeof Pricing.Type
 
-export interface UsageTotals {
-  readonly requests: number
-  readonly input_tokens: number
-  readonly output_tokens: number
-  readonly cache_read_tokens: number
-  readonly cache_write_tokens: number
+const totalsFields = {
+  requests: Schema.NonNegativeInt,
+  input_tokens: Schema.NonNegativeInt,
+  output_tokens: Schema.NonNegativeInt,
+  cache_read_tokens: Schema.NonNegativeInt,
+  cache_write_tokens: Schema.NonNegativeInt,
   /** Present when every model counted has a price. */
-  readonly cost_usd?: number
+  cost_usd: Schema.optionalWith(Schema.NonNegative, { exact: true })
 }
 
-export interface ConversationUsage extends UsageTotals {
-  readonly id: string
-  readonly title?: string
-  readonly model: string
-}
+export const UsageTotals = Schema.Struct(totalsFields)
+export type UsageTotals = typeof UsageTotals.Type
 
-export interface UsageReport {
-  readonly total: UsageTotals
-  readonly conversations: ReadonlyArray<ConversationUsage>
+export const ConversationUsage = Schema.Struct({
+  id: Schema.String,
+  title: Schema.optionalWith(Schema.String, { exact: true }),
+  model: Schema.String,
+  ...totalsFields
+})
+export type ConversationUsage = typeof ConversationUsage.Type
+
+/** What `baton usage --json` prints and `GET /v1/usage` serves. */
+export const UsageReport = Schema.Struct({ total: UsageTotals, conversations: Schema.Array(ConversationUsage) })
+export type UsageReport = typeof UsageReport.Type
+
+/** `--since YYYY-MM-DD`: that day's start (UTC) in ms, or undefined when it is not such a date. */
+export const parseSinceDate = (text: string): number | undefined => {
+  const match = /^(\d{4})-(\d{2})-(\d{2})$/.exec(text.trim())
+  if (match === null) return undefined
+  const ms = Date.UTC(Number(match[1]), Number(match[2]) - 1, Number(match[3]))
+  return new Date(ms).toISOString().slice(0, 10) === text.trim() ? ms : undefined
 }
 
 /**

@@ -10,4 +10,6 @@ import type { ProviderEvent, ProviderRequest } from "../domain/ProviderEvent.js"
  */
 export class Provider extends Context.Tag("baton/Provider")<Provider, {
   readonly stream: (request: ProviderRequest) => Stream.Stream<ProviderEvent, ProviderError>
+  /** The model a request without its own `model` gets (usage accounting names it); unknown for test doubles. */
+  readonly model?: string
 }>() {}

@@ -204,6 +204,7 @@ describe("server HTTP protocol", () => {
         "GET /v1/conversations/{id}/compactability",
         "POST /v1/conversations/{id}/title",
         "GET /v1/conversations/{id}/trace/{segment}",
+        "GET /v1/usage",
         "GET /healthz"
       ])
       assert.deepStrictEqual(Object.keys(spec.paths["/v1/runs/{id}/stream"]!.get!.responses["200"]!.content!), ["text/event-stream"])

@@ -341,6 +341,30 @@ export const backendContract = (name: string, make: MakeBackend) =>
 
     resultsContract(withBackend)
 
+    it.effect("usage: every model request's usage is recorded — a failed attempt's, the turn's, the compaction's, the title's — and totalled", () =>
+      withBackend([
+        Turn.fail(down, [{ _tag: "TextDelta", text: "par" }, { _tag: "Usage", inputTokens: 7, outputTokens: 1, cachedInputTokens: 0, totalTokens: 8 }]),
+        Turn.text("one", { usage: { inputTokens: 100, outputTokens: 10, cachedInputTokens: 30 } }),
+        Turn.text("[summary]s[/summary]", { usage: { inputTokens: 50, outputTokens: 5 } }),
+        Turn.text("A title", { usage: { inputTokens: 20, outputTokens: 2 } })
+      ], (backend) =>
+        Effect.gen(function*() {
+          const conv = yield* backend.createConversation(settings)
+          const other = yield* backend.createConversation(settings)
+          const sent = yield* Effect.fork(collect(backend.send(conv.id, input(user("q1")))))
+          yield* awaitSleeps()
+          yield* TestClock.adjust(250)
+          yield* Fiber.join(sent)
+          yield* collect(backend.compact(conv.id, "manual"))
+          yield* backend.generateTitle(conv.id)
+          const report = yield* backend.usage()
+          const totals = { requests: 4, input_tokens: 177, output_tokens: 18, cache_read_tokens: 30, cache_write_tokens: 0 }
+          assert.deepStrictEqual(report.total, totals)
+          assert.deepStrictEqual(report.conversations, [{ id: conv.id, title: "A title", model: "unknown", ...totals }])
+          assert.deepStrictEqual((yield* backend.usage({ conversationId: other.id })).total.requests, 0)
+          assert.deepStrictEqual((yield* backend.usage({ since: 1 })).total.requests, 3, "the failed attempt was at 0 ms, the rest after the wait")
+        })))
+
     it.effect("steer: held until the next request the backend assembles, drained into it (and its stream); takeSteering takes the rest", () =>
       withBackend([Turn.text("one"), Turn.text("two")], (backend) =>
         Effect.gen(function*() {

@@ -16,6 +16,7 @@ import { Provider } from "../../services/Provider.js"
 import { Store } from "../../services/Store.js"
 import { Compactions } from "./Compaction.js"
 import type { EmitOptions, Entry, RunLog } from "./RunLog.js"
+import { metered } from "./Metering.js"
 import { streamRequest } from "./StreamRequest.js"
 
 /** One run as the conversation's actor starts it. */
@@ -152,6 +153,7 @@ export class Runs extends Effect.Service<Runs>()("baton/Runs", {
       const { conversation, log } = job
       const record = yield* Ref.make(initial)
       const emitter = makeEmitter(log, record, job.onStopped)
+      const meter = metered(provider, store, { conversationId: conversation.id, runId: log.runId, purpose: "turn" })
       const reminder: UserMessage = { type: "user_message", content: EMPTY_RESPONSE_REMINDER, otid: Otid.make("system-reminder") }
 
       // A store that breaks outside the provider stream is a defect: the defect path below ends the run.
@@ -164,7 +166,7 @@ export class Runs extends Effect.Service<Runs>()("baton/Runs", {
         const { reminder: remind } = yield* Ref.get(record)
         yield* Effect.orDie(emitter.begin)
         const request = modelRequest(conversation.settings, remind ? [...history, reminder] : history, job.thinking)
-        const ended = yield* streamRequest(provider, request, emitter.model)
+        const ended = yield* streamRequest(meter, request, emitter.model)
         // The usage is held back: it is the last model chunk, committed with the request_end.
         yield* Effect.orDie(emitter.model(ended.assembly, ended.events.filter((e) => e.type !== "token_usage")))
         if (ended.outcome === "empty") return yield* new EmptyResponse({ message: "the model returned neither text nor a tool call" })

@@ -5,6 +5,7 @@ import { Otid } from "../../domain/Ids.js"
 import { oneShotRequest } from "../../domain/ModelRequest.js"
 import { Provider } from "../../services/Provider.js"
 import { Store } from "../../services/Store.js"
+import { metered } from "./Metering.js"
 
 const TITLE_PROMPT = "Write a title of at most six words for the conversation that begins with the messages below. Reply with the title only, no quotes.\n\n"
 
@@ -25,7 +26,8 @@ export class Titles extends Effect.Service<Titles>()("baton/Titles", {
         .join("\n\n")
         .slice(0, 4000)
       const prompt = { type: "user_message", content: TITLE_PROMPT + (opening.length > 0 ? opening : "(no messages yet)"), otid: Otid.make("title") } as const
-      const text = yield* provider.stream(oneShotRequest(conversation.settings, prompt, 64)).pipe(
+      const meter = metered(provider, store, { conversationId: id, purpose: "title" })
+      const text = yield* meter.stream(oneShotRequest(conversation.settings, prompt, 64)).pipe(
         Stream.runFold("", (acc, event) => (event._tag === "TextDelta" ? acc + event.text : acc)),
         Effect.mapError((e) => new ModelCallFailed({ tag: e._tag, message: e.message }))
       )

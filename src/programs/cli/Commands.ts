@@ -3,6 +3,7 @@ import type * as Layer from "effect/Layer"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { ConfigError } from "../../domain/Errors.js"
+import { parseSinceDate } from "../../domain/Usage.js"
 import type { Provider } from "../../services/Provider.js"
 import { type CommonArgs, noCommonArgs } from "./CommonArgs.js"
 import { freshEnv, resolveEnv, serverToken, storeEnv, storeLabel } from "./Env.js"
@@ -14,6 +15,7 @@ import { runTask } from "./RunCommand.js"
 import { parseConversationId } from "./SelectConversation.js"
 import type { ServeCommandOptions } from "./ServeCommand.js"
 import { exportSession, listSessions, showSession } from "./SessionsCommand.js"
+import { showUsage } from "./UsageCommand.js"
 
 /**
  * The body of every `baton` command: resolve where it runs, provide its layers from Layers.ts, run
@@ -112,6 +114,27 @@ export const mcpList = Effect.fn("Commands.mcpList")(function*(args: CommonArgs,
   const io = nodeIo()
   const env = yield* resolveEnv(args, io.cwd())
   yield* listMcpServers(io, options).pipe(Effect.provide(Layers.mcpClients(env)))
+})
+
+export const usage = Effect.fn("Commands.usage")(function*(
+  args: CommonArgs,
+  options: { readonly json: boolean; readonly conversation: string | undefined; readonly since: string | undefined }
+) {
+  const io = nodeIo()
+  const since = options.since === undefined ? undefined : parseSinceDate(options.since)
+  if (options.since !== undefined && since === undefined) {
+    return yield* new ConfigError({ source: "command line", field: "--since", message: `--since takes a date, YYYY-MM-DD (got "${options.since}")` })
+  }
+  const conversationId = options.conversation === undefined ? undefined : yield* parseConversationId(options.conversation)
+  // The settings (for `pricing`) of the home and the current directory, as a task command reads them.
+  const env = yield* resolveEnv(args, io.cwd())
+  const pricing = env.settings.file.pricing
+  yield* showUsage(io, {
+    json: options.json,
+    ...(conversationId !== undefined ? { conversationId } : {}),
+    ...(since !== undefined ? { since } : {}),
+    ...(pricing !== undefined ? { pricing } : {})
+  }).pipe(Effect.provide(Layers.backend(env)))
 })
 
 export const sessionsList = Effect.fn("Commands.sessionsList")(function*(args: CommonArgs, options: { readonly json: boolean; readonly limit: number }) {

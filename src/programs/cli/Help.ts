@@ -17,6 +17,7 @@ ${b("Usage")}
   baton sessions list              conversations, newest first          ${d("(--json, --limit N)")}
   baton sessions show <id>         a conversation's history             ${d("(--json)")}
   baton sessions export <id>       its trace as trace_001.jsonl, …      ${d("(--out DIR)")}
+  baton usage                      tokens and cost per conversation and model ${d("(--json, --conversation ID, --since YYYY-MM-DD)")}
   baton mcp list                   the workspace's MCP servers and their tools ${d("(--json)")}
   baton serve                      host conversations over HTTP + SSE   ${d("(--host, --port, --token)")}
   baton replay <cassette>          run a recorded task again, no model needed
@@ -36,7 +37,7 @@ ${b("Options")} ${d("(run, chat, replay)")}
   --server URL          use a \`baton serve\` backend instead of the local one   ${d("BATON_TOKEN for its token")}
 
 ${b("Keys")} come only from the environment: BATON_API_KEY, or OPENAI_API_KEY / ANTHROPIC_API_KEY
-(each sent only to its own vendor's hosts). Settings: $BATON_HOME/settings.json, <workspace>/.baton/settings.json;
+(each sent only to its own vendor's hosts), or settings apiKeyHelper (a command printing the key). Settings: $BATON_HOME/settings.json, <workspace>/.baton/settings.json;
 MCP servers also from <workspace>/.mcp.json.
 Exit codes: 0 done · 1 failed · 2 usage or configuration · 3 authentication · 130 interrupted.
 

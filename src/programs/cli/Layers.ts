@@ -153,7 +153,11 @@ export const server = (
     Effect.map(
       Effect.promise(() => import("../server/Server.js")),
       (server) =>
-        server.serve({ conversationDefaults: { system_prompt: DEFAULT_SYSTEM_PROMPT, ...conversationSettings(env) }, ...options }).pipe(
+        server.serve({
+          conversationDefaults: { system_prompt: DEFAULT_SYSTEM_PROMPT, ...conversationSettings(env) },
+          ...(env.settings.file.pricing !== undefined ? { pricing: env.settings.file.pricing } : {}),
+          ...options
+        }).pipe(
           Layer.provide(localBackend(env, provider))
         )
     )

@@ -106,7 +106,8 @@ export const mergeSettings = (files: ReadonlyArray<SettingsFile>): Omit<LoadedSe
   const file = files.reduce<SettingsFile>((acc, next) => ({
     ...acc,
     ...next,
-    ...(acc.compaction !== undefined || next.compaction !== undefined ? { compaction: { ...acc.compaction, ...next.compaction } } : {})
+    ...(acc.compaction !== undefined || next.compaction !== undefined ? { compaction: { ...acc.compaction, ...next.compaction } } : {}),
+    ...(acc.pricing !== undefined || next.pricing !== undefined ? { pricing: { ...acc.pricing, ...next.pricing } } : {})
   }), {})
   const { mcpServers: _servers, permissions: _ignored, ...rest } = file
   const perms = files.map((f) => f.permissions)

@@ -9,6 +9,7 @@ import { ApprovalDecision, CompactionReason, TaskEvent } from "../../domain/Even
 import { ConversationId, MessageId, RunId } from "../../domain/Ids.js"
 import { InputMessage, ToolCall, ToolReturn, UserMessage } from "../../domain/Messages.js"
 import { ThinkingLevel } from "../../domain/ProviderEvent.js"
+import { UsageReport } from "../../domain/Usage.js"
 import {
   ApprovalPendingJson,
   ConversationBusyJson,
@@ -193,6 +194,15 @@ const runs = HttpApiGroup.make("runs")
       .addSuccess(EventStream)
   )
 
+const usage = HttpApiGroup.make("usage").add(
+  HttpApiEndpoint.get("usage", "/v1/usage")
+    .setUrlParams(Schema.Struct({
+      conversation: Schema.optionalWith(ConversationId, { exact: true }),
+      since: Schema.optionalWith(NonNegativeInt.annotations({ description: "ms since the epoch" }), { exact: true })
+    }))
+    .addSuccess(UsageReport.annotations({ identifier: "UsageReport" }))
+)
+
 const health = HttpApiGroup.make("health").add(
   HttpApiEndpoint.get("healthz", "/healthz").addSuccess(Schema.Struct({ status: Schema.Literal("ok") }))
 )
@@ -228,6 +238,7 @@ const documentProtocol = (spec: Json): Json => {
 export class BatonApi extends HttpApi.make("baton")
   .add(conversations)
   .add(runs)
+  .add(usage)
   .add(health)
   .addError(ConversationBusyJson)
   .addError(ApprovalPendingJson)

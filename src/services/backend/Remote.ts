@@ -160,6 +160,15 @@ export const makeBackendRemote = (options: RemoteOptions) =>
       takeSteering: Effect.fn("BackendRemote.takeSteering")(function*(id) {
         return yield* call(client.conversations.takeSteering({ path: { id } }))
       }),
+      // The server's pricing applies: the accounting is the server's.
+      usage: Effect.fn("BackendRemote.usage")(function*(query) {
+        return yield* call(client.usage.usage({
+          urlParams: {
+            ...(query?.conversationId !== undefined ? { conversation: query.conversationId } : {}),
+            ...(query?.since !== undefined ? { since: query.since } : {})
+          }
+        }))
+      }),
       exportTrace: Effect.fn("BackendRemote.exportTrace")(function*(id, segment) {
         return yield* call(client.conversations.trace({ path: { id, segment } }))
       })

@@ -151,6 +151,7 @@ export const makeLive = (spec: WireSpec, settings: LiveSettings): Effect.Effect<
     const credentials = settings.credentials
     const key = credentials?.current ?? Effect.succeed(settings.apiKey)
     return Provider.of({
+      model: settings.model,
       stream: (request) =>
         Stream.unwrap(Effect.map(key, (apiKey) => {
           const events = streamEvents(client, {

@@ -86,11 +86,19 @@ const lazy = <A, E, R>(f: (m: Commands) => Effect.Effect<A, E, R>) => Effect.fla
 
 const run = Command.make(
   "run",
-  { common, json, prompt: Args.text({ name: "prompt" }).pipe(
+  {
+    common,
+    json,
+    image: Options.text("image").pipe(
+      Options.withPseudoName("FILE"),
+      Options.withDescription("Attach an image (PNG, JPEG, GIF or WebP) to the prompt; may be repeated"),
+      Options.repeated
+    ),
+    prompt: Args.text({ name: "prompt" }).pipe(
     Args.repeated,
     Args.withDescription("What to do (`-` reads it from stdin); with --continue or --conversation and no prompt, resumes the calls left waiting")
   ) },
-  (a) => lazy((m) => m.run(toArgs(a.common), { json: a.json, prompt: a.prompt }))
+  (a) => lazy((m) => m.run(toArgs(a.common), { json: a.json, prompt: a.prompt, images: a.image }))
 ).pipe(Command.withDescription("Run one task and exit: the answer streams to stdout, progress to stderr"))
 
 const chat = Command.make("chat", { common }, (a) => lazy((m) => m.chat(toArgs(a.common)))).pipe(

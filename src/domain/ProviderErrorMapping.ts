@@ -3,6 +3,7 @@ import {
   ProviderAuth,
   ProviderError as ProviderErrorSchema,
   ProviderContextOverflow,
+  ProviderRequestTooLarge,
   type ProviderError,
   ProviderInvalidRequest,
   ProviderMalformed,
@@ -147,7 +148,8 @@ export const classifyFailure = (context: FailureContext): ProviderError => {
   if (status === 401 || status === 403 || auth.test(kinds) || (status === undefined && auth.test(all))) {
     return new ProviderAuth({ status: status === 403 ? 403 : status ?? 401, message })
   }
-  if (status === 413 || ((status === undefined || status === 400) && overflow.test(all))) {
+  if (status === 413 || /request_too_large/.test(kinds)) return new ProviderRequestTooLarge({ message })
+  if ((status === undefined || status === 400) && overflow.test(all)) {
     return new ProviderContextOverflow({ message })
   }
   if (status === 529 || overloaded.test(kinds) || (status === 503 && overloaded.test(all))) {

@@ -77,7 +77,7 @@ describe("statuses and headers beyond the fixtures", () => {
     }), { _tag: "ProviderTransientQuota", retryAfterMs: 2000 }],
     ["403 is auth", R.status(403), { _tag: "ProviderAuth", status: 403 }],
     ["404 (unknown model) is an invalid request", R.status(404), { _tag: "ProviderInvalidRequest", status: 404 }],
-    ["413 is a context overflow", R.status(413), { _tag: "ProviderContextOverflow" }],
+    ["413 is a request too large (its images go first)", R.status(413), { _tag: "ProviderRequestTooLarge" }],
     ["503 overloaded_error body is overloaded", R.status(503, {
       headers: { "retry-after": "3" },
       body: JSON.stringify({ type: "error", error: { type: "overloaded_error", message: "Overloaded" } })

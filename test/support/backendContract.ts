@@ -1,6 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Either, Fiber, type Layer, Stream, TestClock } from "effect"
 import type { Chunk } from "../../src/domain/Events.js"
+import { IMAGE_OMITTED_TEXT } from "../../src/domain/Messages.js"
 import * as PE from "../../src/domain/ProviderError.js"
 import { Backend } from "../../src/services/Backend.js"
 import { ProviderScript, type ScriptEntry, Turn } from "../../src/services/provider/Scripted.js"
@@ -340,6 +341,27 @@ export const backendContract = (name: string, make: MakeBackend) =>
         })))
 
     resultsContract(withBackend)
+
+    it.effect("a request refused as too large is sent once more with its images replaced by a placeholder", () =>
+      withBackend([Turn.fail(new PE.ProviderRequestTooLarge({ message: "request_too_large: 413" })), Turn.text("I could not see the image.")], (backend) =>
+        Effect.gen(function*() {
+          const script = yield* ProviderScript
+          const conv = yield* backend.createConversation(settings)
+          const image = { media_type: "image/png" as const, data: "iVBORw0KGgo=" }
+          const chunks = yield* collect(backend.send(conv.id, input({ ...user("what is this?"), images: [image] })))
+          const [first, second] = yield* script.requests
+          const prompt = (request: typeof first) => request!.history.find((m) => m.type === "user_message")
+          assert.deepStrictEqual(prompt(first)?.type === "user_message" && prompt(first)?.images, [image])
+          const retried = prompt(second)
+          assert.isTrue(retried?.type === "user_message" && retried.images === undefined)
+          assert.strictEqual(retried?.type === "user_message" && retried.content, `what is this?\n${IMAGE_OMITTED_TEXT}`)
+          const stop = chunks.at(-1)!
+          assert.strictEqual(stop.type === "stop_reason" && stop.reason, "end_turn")
+          assert.strictEqual(textOf(chunks), "I could not see the image.")
+          // The image itself stays in the history: only that request went without it.
+          const stored = (yield* backend.history(conv.id)).find((h) => h.item.type === "user_message")!.item
+          assert.deepStrictEqual(stored.type === "user_message" && stored.images, [image])
+        })))
 
     it.effect("usage: every model request's usage is recorded — a failed attempt's, the turn's, the compaction's, the title's — and totalled", () =>
       withBackend([

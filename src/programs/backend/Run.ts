@@ -5,7 +5,7 @@ import { type Chunk, type ErrorInfo, errorInfo, type StopReasonValue, type TaskE
 import type { NewItem } from "../../domain/History.js"
 import { Otid } from "../../domain/Ids.js"
 import { isMessage } from "../../domain/ItemLog.js"
-import type { ToolCall, UserMessage } from "../../domain/Messages.js"
+import { type ToolCall, type UserMessage, withoutImages } from "../../domain/Messages.js"
 import { modelRequest } from "../../domain/ModelRequest.js"
 import type { ThinkingLevel } from "../../domain/ProviderEvent.js"
 import { type Budgets, EMPTY_RESPONSE_REMINDER, type Failure } from "../../domain/Recovery.js"
@@ -154,6 +154,8 @@ export class Runs extends Effect.Service<Runs>()("baton/Runs", {
       const record = yield* Ref.make(initial)
       const emitter = makeEmitter(log, record, job.onStopped)
       const meter = metered(provider, store, { conversationId: conversation.id, runId: log.runId, purpose: "turn" })
+      // Set by the policy's RetryWithoutImages: the rest of the run's requests carry placeholders instead.
+      const imagesDropped = yield* Ref.make(false)
       const reminder: UserMessage = { type: "user_message", content: EMPTY_RESPONSE_REMINDER, otid: Otid.make("system-reminder") }
 
       // A store that breaks outside the provider stream is a defect: the defect path below ends the run.
@@ -165,7 +167,8 @@ export class Runs extends Effect.Service<Runs>()("baton/Runs", {
         const history = context.flatMap((stored) => (isMessage(stored.item) ? [stored.item] : []))
         const { reminder: remind } = yield* Ref.get(record)
         yield* Effect.orDie(emitter.begin)
-        const request = modelRequest(conversation.settings, remind ? [...history, reminder] : history, job.thinking)
+        const sent = (yield* Ref.get(imagesDropped)) ? withoutImages(history) : history
+        const request = modelRequest(conversation.settings, remind ? [...sent, reminder] : sent, job.thinking)
         const ended = yield* streamRequest(meter, request, emitter.model)
         // The usage is held back: it is the last model chunk, committed with the request_end.
         yield* Effect.orDie(emitter.model(ended.assembly, ended.events.filter((e) => e.type !== "token_usage")))
@@ -210,6 +213,8 @@ export class Runs extends Effect.Service<Runs>()("baton/Runs", {
           prepare: (step) =>
             step.decision._tag === "CompactThenRetry"
               ? Effect.asVoid(compactions.run({ log, conversation, reason: "overflow", wait: job.wait }))
+              : step.decision._tag === "RetryWithoutImages"
+              ? Effect.zipRight(Ref.set(imagesDropped, true), Effect.orDie(emitter.retried))
               : Effect.orDie(emitter.retried),
           orElse: (failure, step) => Effect.as(gaveUp(failure, step), Option.none())
         })

@@ -8,6 +8,7 @@ import type { StopReasonValue, TaskEvent } from "../../domain/Events.js"
 import type { Backend } from "../../services/Backend.js"
 import type { Credentials } from "../../services/provider/Credentials.js"
 import { authLock } from "./AuthLock.js"
+import { mentionedImages, readImage } from "./Images.js"
 import { McpClients } from "../../services/McpClients.js"
 import type { ToolExecutor } from "../../services/ToolExecutor.js"
 import type { Approver } from "../session/ApprovalGate.js"
@@ -158,8 +159,18 @@ export const chat: (io: Io, env: AppEnv, model: string, credentials?: Credential
    */
   const prompted = (text: ReadonlyArray<string>) =>
     Effect.gen(function*() {
+      // `@path/to/file.png` attaches that image (relative to the workspace).
+      const attached = yield* Effect.forEach(mentionedImages(text.join("\n"), env.workspace), (file) =>
+        readImage(file, env.workspace).pipe(
+          Effect.tap(() => view.print(style.dim(`📎 ${file}`))),
+          Effect.catchAll((error) => Effect.as(view.print(style.yellow(`not attached: ${error.message}`)), undefined))
+        ))
+      const images = attached.filter((image) => image !== undefined)
       for (;;) {
-        const stop = yield* task(session.run(text, turns !== undefined ? { maxTurns: turns } : {}))
+        const stop = yield* task(session.run(text, {
+          ...(turns !== undefined ? { maxTurns: turns } : {}),
+          ...(images.length > 0 ? { images } : {})
+        }))
         screen.write("\n")
         if (stop !== "auth" || !interactive) return undefined
         const outcome = yield* authLock({ model, credentials, input, editor, view, style, prompt })

@@ -9,6 +9,7 @@ import { type CommonArgs, noCommonArgs } from "./CommonArgs.js"
 import { freshEnv, resolveEnv, serverToken, storeEnv, storeLabel } from "./Env.js"
 import { nodeIo } from "./Io.js"
 import * as Layers from "./Layers.js"
+import { readImage } from "./Images.js"
 import { listMcpServers } from "./McpCommand.js"
 import { recordedTask } from "./ReplayCommand.js"
 import { runTask } from "./RunCommand.js"
@@ -49,7 +50,10 @@ const readPrompt = (words: ReadonlyArray<string>) =>
     return words.length === 1 && words[0] === "-" ? Fs.readFileSync(0, "utf8") : words.join(" ")
   })
 
-export const run = Effect.fn("Commands.run")(function*(args: CommonArgs, options: { readonly json: boolean; readonly prompt: ReadonlyArray<string> }) {
+export const run = Effect.fn("Commands.run")(function*(
+  args: CommonArgs,
+  options: { readonly json: boolean; readonly prompt: ReadonlyArray<string>; readonly images?: ReadonlyArray<string> }
+) {
   const io = nodeIo()
   const resuming = options.prompt.length === 0
   if (resuming && !args.continue && args.conversation === undefined) {
@@ -60,9 +64,10 @@ export const run = Effect.fn("Commands.run")(function*(args: CommonArgs, options
     })
   }
   const prompt = resuming ? [] : [yield* readPrompt(options.prompt)]
+  const images = yield* Effect.forEach(options.images ?? [], (file) => readImage(file, io.cwd()))
   const env = yield* resolveEnv(args, io.cwd())
   const model = yield* Layers.model(env)
-  yield* runTask(io, { env, prompt, json: options.json }).pipe(Effect.scoped, Effect.provide(Layers.task(env, model.layer)))
+  yield* runTask(io, { env, prompt, json: options.json, images }).pipe(Effect.scoped, Effect.provide(Layers.task(env, model.layer)))
 })
 
 export const chat = Effect.fn("Commands.chat")(function*(args: CommonArgs) {

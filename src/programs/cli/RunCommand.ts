@@ -4,6 +4,7 @@ import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import type { ConversationSettingsInput } from "../../domain/Conversation.js"
 import { type BackendError, ConfigError } from "../../domain/Errors.js"
+import type { ImagePart } from "../../domain/Messages.js"
 import type { Backend } from "../../services/Backend.js"
 import { McpClients } from "../../services/McpClients.js"
 import type { ToolExecutor } from "../../services/ToolExecutor.js"
@@ -25,6 +26,8 @@ export interface TaskRequest {
   /** Overrides for a new conversation (a replay needs the recorded system prompt and model). */
   readonly settings?: Omit<ConversationSettingsInput, "tools" | "workspace">
   readonly view?: Partial<ViewOptions>
+  /** Attached to the prompt (`--image FILE`). */
+  readonly images?: ReadonlyArray<ImagePart>
 }
 
 /**
@@ -67,7 +70,10 @@ export const runTask: (io: Io, request: TaskRequest) => Effect.Effect<
     })
   }
   let outcome: Outcome = undefined
-  const consumer = yield* session.run(request.prompt, turns !== undefined ? { maxTurns: turns } : {}).pipe(
+  const consumer = yield* session.run(request.prompt, {
+    ...(turns !== undefined ? { maxTurns: turns } : {}),
+    ...(request.images !== undefined && request.images.length > 0 ? { images: request.images } : {})
+  }).pipe(
     Stream.runForEachChunk((events) =>
       Effect.sync(() => {
         for (const event of events) outcome = stepOutcome(outcome, event)

@@ -5,7 +5,7 @@ import type { BackendError } from "../../domain/Errors.js"
 import { InvalidInput } from "../../domain/Errors.js"
 import type { ApprovalDecision, TaskEvent } from "../../domain/Events.js"
 import { type ConversationId, Otid } from "../../domain/Ids.js"
-import type { ToolCall, ToolReturn, UserMessage } from "../../domain/Messages.js"
+import type { ImagePart, ToolCall, ToolReturn, UserMessage } from "../../domain/Messages.js"
 import { parseRules } from "../../domain/Permissions.js"
 import type { ThinkingLevel } from "../../domain/ProviderEvent.js"
 import { skippableWait } from "../../domain/RecoverySchedule.js"
@@ -45,6 +45,8 @@ export interface RunOptions {
   readonly approver?: Approver
   readonly maxTurns?: number
   readonly thinking?: ThinkingLevel
+  /** Images attached to the prompt (its last text). */
+  readonly images?: ReadonlyArray<ImagePart>
 }
 
 /**
@@ -168,8 +170,14 @@ export const open = Effect.fn("Session.open")(function*(config: SessionConfig = 
         // Bounded: a reader that stops reading holds the task back (the run itself goes on in the backend).
         const out = yield* Mailbox.make<TaskEvent, SessionError>({ capacity: TASK_BUFFER })
         const texts = typeof prompt === "string" ? [prompt] : prompt
-        const messages = yield* Effect.forEach(texts, (content) =>
-          Effect.map(newOtid, (otid): UserMessage => ({ type: "user_message", content, otid })))
+        const images = options?.images ?? []
+        const messages = yield* Effect.forEach(texts, (content, i) =>
+          Effect.map(newOtid, (otid): UserMessage => ({
+            type: "user_message",
+            content,
+            otid,
+            ...(i === texts.length - 1 && images.length > 0 ? { images } : {})
+          })))
         const deps: TaskDeps = {
           backend: sendingCurrentTools(backend, syncTools),
           executor,

@@ -1,8 +1,8 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Context, Effect, Either, Exit, Fiber, Layer, Scope, TestClock } from "effect"
+import { Context, Effect, Either, Exit, Fiber, Layer, Scope, Stream, TestClock } from "effect"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
-import type { TaskEvent } from "../../src/domain/Events.js"
+import type { Chunk, TaskEvent } from "../../src/domain/Events.js"
 import type { ToolCall } from "../../src/domain/Messages.js"
 import { STALE_APPROVAL_REASON } from "../../src/domain/Tags.js"
 import type { Approver } from "../../src/programs/session/ApprovalGate.js"
@@ -161,4 +161,28 @@ describe.each(["local", "remote"] as const)("Session resume (%s backend)", (wher
       assert.strictEqual(stop.type === "stop_reason" && stop.reason, "end_turn")
       assert.deepStrictEqual(yield* Context.get(after, Backend).pendingApprovals(id), [])
     }))
+})
+
+/** A backend whose run streams repeat every tool_call chunk, as a stream replayed over an overlap would. */
+const repeatingCalls = Effect.map(Backend, (inner) =>
+  Backend.of({
+    ...inner,
+    send: (id, sent) =>
+      inner.send(id, sent).pipe(Stream.mapConcat((chunk): ReadonlyArray<Chunk> => (chunk.type === "tool_call" ? [chunk, chunk] : [chunk])))
+  }))
+
+describe("Session: repeated approval requests", () => {
+  it.scopedLive("a tool call that comes twice is asked, run and answered once (Letta seed §7.2), not an InvalidToolCallIds", () =>
+    Effect.gen(function*() {
+      const backend = yield* repeatingCalls
+      const asked: Array<string> = []
+      const session = yield* open({
+        approver: (request) => Effect.sync(() => (asked.push(request.call.tool_call_id), "allow" as const))
+      }).pipe(Effect.provideService(Backend, backend))
+      const events = yield* collect(session.run("list it"))
+      assert.deepStrictEqual(asked, ["c1"])
+      assert.deepStrictEqual(byType(events, "tool_return").map((r) => r.tool_call_id), ["c1"])
+      const stop = events.at(-1)!
+      assert.strictEqual(stop.type === "stop_reason" && stop.reason, "end_turn")
+    }).pipe(Effect.provide(sessionLayer("memory", [Turn.toolCalls([{ id: "c1", name: "LS", args: {} }]), Turn.text("listed")]))))
 })

@@ -10,7 +10,8 @@ import type { CompactionSettings } from "./Settings.js"
  * the provider's last real usage.
  */
 /** Whether a compaction can run now (`compactability()`). */
-export type Compactability = "ok" | "unsupported" | "empty" | "just_compacted"
+/** `busy`: a run or a compaction is active now (try again when it ends); `unsupported`: this conversation cannot be compacted. */
+export type Compactability = "ok" | "busy" | "unsupported" | "empty" | "just_compacted"
 
 export const estimateTokens = (text: string): number => Math.ceil(text.length / 4)
 

@@ -196,7 +196,7 @@ export class Compactions extends Effect.Service<Compactions>()("baton/Compaction
      * happened since the last one.
      */
     const compactability = Effect.fn("Compactions.compactability")(function*(conversation: Conversation, busy: boolean) {
-      if (busy) return "unsupported" as Compactability
+      if (busy) return "busy" as Compactability
       const context = yield* store.modelContext(conversation.id)
       if (context.length === 0) return "empty" as Compactability
       const segment = yield* store.currentSegment(conversation.id)

@@ -20,7 +20,8 @@ export class Titles extends Effect.Service<Titles>()("baton/Titles", {
 
     const generate = Effect.fn("Titles.generate")(function*(id: ConversationId) {
       const conversation = yield* store.getConversation(id)
-      const opening = (yield* store.listItems(id, { limit: 50 }))
+      // The opening of the conversation (after position 0, oldest first), not its newest items.
+      const opening = (yield* store.listItems(id, { after: 0, limit: 50 }))
         .flatMap((s) => (s.item.type === "user_message" && s.inTrace ? [s.item.content] : []))
         .slice(0, 3)
         .join("\n\n")

@@ -198,7 +198,13 @@ export const chat: (io: Io, env: AppEnv, model: string, credentials?: Credential
           if (can._tag === "Left") yield* view.print(style.red(`✗ ${can.left.message}`))
           else if (can.right !== "ok") {
             yield* view.print(style.dim(
-              can.right === "empty" ? "nothing to compact yet" : can.right === "just_compacted" ? "just compacted; nothing new since" : "this conversation cannot be compacted"
+              can.right === "empty"
+                ? "nothing to compact yet"
+                : can.right === "just_compacted"
+                ? "just compacted; nothing new since"
+                : can.right === "busy"
+                ? "a run or a compaction is active on this conversation; try again when it ends"
+                : "this conversation cannot be compacted"
             ))
           } else yield* task(session.compact)
           return undefined

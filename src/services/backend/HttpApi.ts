@@ -148,7 +148,7 @@ const conversations = HttpApiGroup.make("conversations")
   .add(
     HttpApiEndpoint.get("compactability", "/v1/conversations/:id/compactability")
       .setPath(ConversationPath)
-      .addSuccess(Schema.Struct({ compactability: Schema.Literal("ok", "unsupported", "empty", "just_compacted") }))
+      .addSuccess(Schema.Struct({ compactability: Schema.Literal("ok", "busy", "unsupported", "empty", "just_compacted") }))
   )
   .add(
     HttpApiEndpoint.post("generateTitle", "/v1/conversations/:id/title")

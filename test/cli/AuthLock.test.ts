@@ -75,6 +75,29 @@ describe("chat's auth lock", () => {
       assert.notInclude(result.transcript, "typed-secret-key")
     }))
 
+  it.scopedLive("with a key from the environment, Enter retries (the credentials read again) and the prompt goes again", () =>
+    Effect.gen(function*() {
+      const dirs = yield* cliDirs
+      const server = yield* MockModelServer.make({ replies: [Reply.status(401), Reply.text("Accepted this time.")] })
+      const env = { ...server.childEnv("openai-chat"), BATON_HOME: dirs.home }
+      const result = yield* runInPty(["chat", "-w", dirs.workspace], [
+        { expect: "new conversation" },
+        { send: "hello\r" },
+        { expect: "🔒 locked: mock-model via openai-chat refused the credentials\. Fix BATON_API_KEY" },
+        { send: "something else\r" },
+        { expect: "locked until the credentials are fixed" },
+        { send: "\r" },
+        { expect: "Accepted this time\." },
+        { send: "/exit\r" },
+        { wait_exit: true }
+      ], env)
+      assert.isTrue(result.ok, `${result.reason}\n${result.transcript}`)
+      const requests = yield* server.requests
+      assert.strictEqual(requests.length, 2, "the typed line did not become a prompt while locked")
+      assert.include(requests[1]!.body, "hello")
+      assert.notInclude(requests[1]!.body, "something else")
+    }))
+
   it.scopedLive("a helper that fails stops a command with exit 2, naming apiKeyHelper and not its output", () =>
     Effect.gen(function*() {
       const dirs = yield* cliDirs

@@ -88,8 +88,19 @@ const lazy = <A, E, R>(f: (m: Commands) => Effect.Effect<A, E, R>, options: { re
 
 const run = Command.make(
   "run",
-  { common, json, prompt: Args.text({ name: "prompt" }).pipe(Args.atLeast(1), Args.withDescription("What to do (`-` reads it from stdin)")) },
-  (a) => lazy((m) => m.run(toArgs(a.common), { json: a.json, prompt: a.prompt }))
+  {
+    common,
+    json,
+    image: Options.text("image").pipe(
+      Options.withPseudoName("FILE"),
+      Options.withDescription("Attach an image (PNG, JPEG, GIF or WebP) to the prompt; may be repeated"),
+      Options.repeated
+    ),
+    prompt: Args.text({ name: "prompt" }).pipe(
+    Args.repeated,
+    Args.withDescription("What to do (`-` reads it from stdin); with --continue or --conversation and no prompt, resumes the calls left waiting")
+  ) },
+  (a) => lazy((m) => m.run(toArgs(a.common), { json: a.json, prompt: a.prompt, images: a.image }))
 ).pipe(Command.withDescription("Run one task and exit: the answer streams to stdout, progress to stderr"))
 
 const chat = Command.make("chat", { common }, (a) => lazy((m) => m.chat(toArgs(a.common)))).pipe(
@@ -221,6 +232,17 @@ const sessions = Command.make("sessions").pipe(
   ])
 )
 
+const usage = Command.make(
+  "usage",
+  {
+    ...store,
+    json,
+    conversation: Options.text("conversation").pipe(Options.withPseudoName("ID"), Options.withDescription("Only this conversation"), Options.optional),
+    since: Options.text("since").pipe(Options.withPseudoName("YYYY-MM-DD"), Options.withDescription("Only requests from this day on (UTC)"), Options.optional)
+  },
+  (a) => lazy((m) => m.usage(storeArgs(a), { json: a.json, conversation: Option.getOrUndefined(a.conversation), since: Option.getOrUndefined(a.since) }))
+).pipe(Command.withDescription("Token usage and cost per conversation and model, from every model request recorded (cost from settings `pricing`)"))
+
 const mcp = Command.make("mcp").pipe(
   Command.withDescription("The workspace's MCP servers (settings mcpServers, <workspace>/.mcp.json)"),
   Command.withSubcommands([
@@ -234,7 +256,7 @@ const mcp = Command.make("mcp").pipe(
 
 const baton = Command.make("baton").pipe(
   Command.withDescription("An agent runtime: a model proposes tool calls, you or your rules approve them, Baton runs them."),
-  Command.withSubcommands([run, chat, sessions, mcp, serve, web, replay, demo])
+  Command.withSubcommands([run, chat, sessions, usage, mcp, serve, web, replay, demo])
 )
 
 export const cli = Command.run(baton, { name: "baton", version: VERSION })

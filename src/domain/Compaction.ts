@@ -10,7 +10,8 @@ import type { CompactionSettings } from "./Settings.js"
  * the provider's last real usage.
  */
 /** Whether a compaction can run now (`compactability()`). */
-export type Compactability = "ok" | "unsupported" | "empty" | "just_compacted"
+/** `busy`: a run or a compaction is active now (try again when it ends); `unsupported`: this conversation cannot be compacted. */
+export type Compactability = "ok" | "busy" | "unsupported" | "empty" | "just_compacted"
 
 export const estimateTokens = (text: string): number => Math.ceil(text.length / 4)
 
@@ -173,8 +174,13 @@ export const planCompaction = <S extends { readonly item: TaskEvent }>(
   const { keep, older, tail } = splitContext(context, runId)
   if (older.length === 0) return Option.none()
   const window = settings.contextWindow ?? (settings.maxContextLength > 0 ? settings.maxContextLength : undefined)
-  const cut = settings.mode === "sliding_window"
+  const slid = settings.mode === "sliding_window"
     ? Option.match(planSlidingWindow(older.map((s) => s.item), window), { onNone: () => older.length, onSome: (plan) => plan.cut })
     : older.length
+  // The window's result is checked whole (what it keeps, the open turn, the run's input): still above
+  // the pre-flight threshold, it would only compact again, so everything older is summarized instead.
+  const threshold = window === undefined ? undefined : preflightThreshold(window)
+  const kept = [...older.slice(slid), ...keep, ...tail].reduce((sum, s) => sum + estimateTokens(itemText(s.item)), 0)
+  const cut = threshold !== undefined && kept > threshold ? older.length : slid
   return Option.some({ summarize: older.slice(0, cut), keep: [...older.slice(cut), ...keep, ...tail] })
 }

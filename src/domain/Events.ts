@@ -157,6 +157,21 @@ export const Abort = Schema.Struct({
 })
 export type Abort = typeof Abort.Type
 
+/**
+ * A wait the client makes before or between runs (a busy conversation, a broken stream), announced
+ * before it starts; skippable like a reconnect wait (`skipReconnectWait`). Client-side: never stored.
+ */
+export const WaitReason = Schema.Literal("busy", "stream_reconnect")
+export type WaitReason = typeof WaitReason.Type
+
+export const Wait = Schema.Struct({
+  type: Schema.tag("wait"),
+  reason: WaitReason,
+  retry_in_ms: Schema.NonNegativeInt,
+  ...Envelope
+})
+export type Wait = typeof Wait.Type
+
 export const TextDelta = Schema.Struct({
   type: Schema.tag("text_delta"),
   content: Schema.String,
@@ -215,6 +230,7 @@ export const TaskEvent = Schema.Union(
   CompactionEnd,
   Abort,
   ApprovalRequest,
+  Wait,
   TextDelta,
   ReasoningDelta,
   ToolCallDelta

@@ -16,11 +16,26 @@ export const Envelope = {
   origin: Schema.optionalWith(Origin, { exact: true })
 }
 
+/** Image types every wire format takes (Chat Completions, Anthropic, Responses). */
+export const ImageMediaType = Schema.Literal("image/png", "image/jpeg", "image/gif", "image/webp")
+export type ImageMediaType = typeof ImageMediaType.Type
+
+/** An image for the model, inline: a prompt's attachment, or what a tool returned (Read of a PNG, an MCP image). */
+export const ImagePart = Schema.Struct({
+  media_type: ImageMediaType,
+  /** The bytes, base64. */
+  data: Schema.String
+})
+export type ImagePart = typeof ImagePart.Type
+
+const images = Schema.optionalWith(Schema.Array(ImagePart), { exact: true })
+
 /** A user's text, also steering (`[user_steering]`) and context-only carry-over/summary text. */
 export const UserMessage = Schema.Struct({
   type: Schema.tag("user_message"),
   content: Schema.String,
   otid: Otid,
+  images,
   ...Envelope
 })
 export type UserMessage = typeof UserMessage.Type
@@ -67,6 +82,7 @@ export const ToolReturn = Schema.Struct({
   otid: Otid,
   exit_code: Schema.optionalWith(Schema.Int, { exact: true }),
   duration_ms: Schema.optionalWith(Schema.NonNegative, { exact: true }),
+  images,
   ...Envelope
 })
 export type ToolReturn = typeof ToolReturn.Type
@@ -96,3 +112,18 @@ export type InputMessage = typeof InputMessage.Type
 
 export const DENIED_TEXT = "Tool call denied by user."
 export const INTERRUPTED_TEXT = "[interrupted: tool aborted by user]"
+
+export const IMAGE_OMITTED_TEXT = "[image omitted: the request was too large for the model]"
+
+/**
+ * The history with every image replaced by a short text placeholder: what a request refused as too
+ * large is sent again as (the recovery policy's RetryWithoutImages). Messages without images are
+ * returned as they are.
+ */
+export const withoutImages = (history: ReadonlyArray<Message>): ReadonlyArray<Message> =>
+  history.map((m) => {
+    if ((m.type !== "user_message" && m.type !== "tool_return") || m.images === undefined || m.images.length === 0) return m
+    const { images, ...rest } = m
+    const note = images.map(() => IMAGE_OMITTED_TEXT).join("\n")
+    return { ...rest, content: rest.content === "" ? note : `${rest.content}\n${note}` }
+  })

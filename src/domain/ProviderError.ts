@@ -65,6 +65,11 @@ export class ProviderContextOverflow extends Schema.TaggedError<ProviderContextO
   message: Schema.String
 }) {}
 
+/** The request body is over the provider's size limit (HTTP 413, `request_too_large`): images are the usual cause. */
+export class ProviderRequestTooLarge extends Schema.TaggedError<ProviderRequestTooLarge>()("ProviderRequestTooLarge", {
+  message: Schema.String
+}) {}
+
 /** A replay cassette has no recording for this request. */
 export class ProviderReplayMiss extends Schema.TaggedError<ProviderReplayMiss>()("ProviderReplayMiss", {
   requestHash: Schema.String,
@@ -83,6 +88,7 @@ export const ProviderError = Schema.Union(
   ProviderAuth,
   ProviderInvalidRequest,
   ProviderContextOverflow,
+  ProviderRequestTooLarge,
   ProviderReplayMiss
 )
 export type ProviderError = typeof ProviderError.Type

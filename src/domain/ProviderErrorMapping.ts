@@ -3,6 +3,7 @@ import {
   ProviderAuth,
   ProviderError as ProviderErrorSchema,
   ProviderContextOverflow,
+  ProviderRequestTooLarge,
   type ProviderError,
   ProviderInvalidRequest,
   ProviderMalformed,
@@ -96,7 +97,11 @@ const MAX_MESSAGE = 400
 
 const lower = (value: string | number | null | undefined): string => (value == null ? "" : String(value).toLowerCase())
 
-const billing = /insufficient_quota|exceeded your current quota|billing|credit balance is too low|payment required|insufficient credits/
+// Letta's NON_RETRYABLE_429_REASONS (exceeded-quota, not-enough-credits) and run error llm_insufficient_credits.
+const billing =
+  /insufficient_quota|exceeded your current quota|billing|credit balance is too low|payment required|insufficient[ _-]credits|exceeded-quota|not-enough-credits|out of credits/
+// The context-engine seed's transient subscription limit: retried on the reconnect ladder, whatever the status.
+const userQuota = /insufficient_user_quota/
 const overflow =
   /context_length_exceeded|context length|context window|maximum context|prompt is too long|too many tokens|input is too long|request_too_large|string_above_max_length|reduce the length of the messages/
 const auth = /authentication_error|invalid_api_key|permission_error|invalid x-api-key|incorrect api key|unauthorized/
@@ -143,11 +148,13 @@ export const classifyFailure = (context: FailureContext): ProviderError => {
   const kinds = `${lower(e?.type)} ${lower(e?.code)} ${lower(e?.status)}`
   const all = `${kinds} ${lower(e?.message)} ${e === undefined ? lower(context.bodyText?.slice(0, 2000)) : ""}`
   const message = describe(context)
+  if (userQuota.test(all)) return new ProviderTransientQuota({ ...retryAfter(context), message })
   if (billing.test(all) || status === 402) return new ProviderQuotaExceeded({ message })
   if (status === 401 || status === 403 || auth.test(kinds) || (status === undefined && auth.test(all))) {
     return new ProviderAuth({ status: status === 403 ? 403 : status ?? 401, message })
   }
-  if (status === 413 || ((status === undefined || status === 400) && overflow.test(all))) {
+  if (status === 413 || /request_too_large/.test(kinds)) return new ProviderRequestTooLarge({ message })
+  if ((status === undefined || status === 400) && overflow.test(all)) {
     return new ProviderContextOverflow({ message })
   }
   if (status === 529 || overloaded.test(kinds) || (status === 503 && overloaded.test(all))) {

@@ -25,7 +25,9 @@ export const Usage = Schema.TaggedStruct("Usage", {
   inputTokens: Schema.NonNegativeInt,
   outputTokens: Schema.NonNegativeInt,
   cachedInputTokens: Schema.NonNegativeInt,
-  totalTokens: Schema.NonNegativeInt
+  totalTokens: Schema.NonNegativeInt,
+  /** Prompt tokens written to the provider's cache (Anthropic's cache_creation_input_tokens), within inputTokens. */
+  cacheWriteTokens: Schema.optionalWith(Schema.NonNegativeInt, { exact: true })
 })
 export const FinishReason = Schema.Literal("stop", "tool_calls", "length", "other")
 export type FinishReason = typeof FinishReason.Type

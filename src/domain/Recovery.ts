@@ -21,6 +21,8 @@ export type Recovery = Data.TaggedEnum<{
   /** Try again after `delayMs`; `reminder` asks an empty-answering model for content. */
   Retry: { readonly delayMs: number; readonly reminder: boolean }
   CompactThenRetry: {}
+  /** Send the request again with every image replaced by a short placeholder (Letta seed §9.6). */
+  RetryWithoutImages: {}
   ResolveStaleApproval: {}
   WaitBusy: { readonly delayMs: number }
   Fail: { readonly status: Extract<RequestEndStatus, "failed" | "auth"> }
@@ -82,6 +84,7 @@ export type Failure =
 export type Category =
   | "reconnect"
   | "overflow"
+  | "too_large"
   | "busy"
   | "empty"
   | "invalid_summary"
@@ -100,6 +103,7 @@ const categories: { readonly [Tag in Failure["_tag"]]: Category } = {
   ProviderTransientQuota: "reconnect",
   StreamBroken: "reconnect",
   ProviderContextOverflow: "overflow",
+  ProviderRequestTooLarge: "too_large",
   Conflict: "busy",
   EmptyResponse: "empty",
   InvalidSummary: "invalid_summary",
@@ -144,6 +148,13 @@ export const decide = (failure: Failure, attempt: number, budgets: Budgets): Rec
     }
     case "overflow":
       return attempt < budgets.overflowCompactions ? Recovery.CompactThenRetry() : Recovery.Fail({ status: "failed" })
+    case "too_large":
+      // Once without images; a request still too large is then a context too large: compact it.
+      return attempt === 0
+        ? Recovery.RetryWithoutImages()
+        : attempt <= budgets.overflowCompactions
+        ? Recovery.CompactThenRetry()
+        : Recovery.Fail({ status: "failed" })
     case "busy":
       return attempt < budgets.busyRetries
         ? Recovery.WaitBusy({ delayMs: budgets.busyBaseMs * 2 ** attempt })

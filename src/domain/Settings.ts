@@ -2,6 +2,7 @@ import { Schema } from "effect"
 import { CompactionMode } from "./Events.js"
 import { McpServers } from "./McpConfig.js"
 import { Agents } from "./Subagents.js"
+import { Pricing } from "./Usage.js"
 
 export const DEFAULT_COMPACTION_PROMPT = [
   "Your context window is nearly full, so this conversation will continue in a fresh context.",
@@ -73,6 +74,10 @@ export const SettingsFile = Schema.Struct({
   provider: Schema.optionalWith(ProviderKind, { exact: true }),
   baseUrl: Schema.optionalWith(Schema.NonEmptyString, { exact: true }),
   systemPrompt: Schema.optionalWith(Schema.String, { exact: true }),
+  /** USD per million tokens by model, for `baton usage` and `GET /v1/usage`: `{ "MODEL": { "input", "output", "cacheRead"?, "cacheWrite"? } }`. */
+  pricing: Schema.optionalWith(Pricing, { exact: true }),
+  /** Claude Code's convention: a shell command whose stdout is the API key (run at start and after the key is refused). */
+  apiKeyHelper: Schema.optionalWith(Schema.NonEmptyString, { exact: true }),
   permissions: Schema.optionalWith(
     Schema.Struct({
       allow: Schema.optionalWith(Schema.Array(Schema.String), { exact: true }),

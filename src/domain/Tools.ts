@@ -1,7 +1,7 @@
 import { Schema } from "effect"
 import type { Otid } from "./Ids.js"
 import { ToolCallId } from "./Ids.js"
-import { INTERRUPTED_TEXT, type ToolReturn } from "./Messages.js"
+import { ImagePart, INTERRUPTED_TEXT, type ToolReturn } from "./Messages.js"
 
 /** The outcome of executing one tool call on the workspace. */
 export const ToolResult = Schema.Struct({
@@ -12,7 +12,8 @@ export const ToolResult = Schema.Struct({
   exit_code: Schema.optionalWith(Schema.Int, { exact: true }),
   stdout: Schema.optionalWith(Schema.String, { exact: true }),
   stderr: Schema.optionalWith(Schema.String, { exact: true }),
-  duration_ms: Schema.NonNegative
+  duration_ms: Schema.NonNegative,
+  images: Schema.optionalWith(Schema.Array(ImagePart), { exact: true })
 })
 export type ToolResult = typeof ToolResult.Type
 
@@ -30,5 +31,6 @@ export const toToolReturn = (result: ToolResult, otid: Otid): ToolReturn => ({
   content: result.output,
   otid,
   ...(result.exit_code !== undefined ? { exit_code: result.exit_code } : {}),
-  duration_ms: result.duration_ms
+  duration_ms: result.duration_ms,
+  ...(result.images !== undefined && result.images.length > 0 ? { images: result.images } : {})
 })

@@ -6,8 +6,9 @@ import type { Compactability } from "../domain/Compaction.js"
 import type { ApprovalDecision, Chunk, CompactionReason } from "../domain/Events.js"
 import type { ListConversationsOptions, Page, StoredItem } from "../domain/History.js"
 import type { ConversationId, RunId } from "../domain/Ids.js"
-import type { ToolCall, ToolReturn } from "../domain/Messages.js"
+import type { ToolCall, ToolReturn, UserMessage } from "../domain/Messages.js"
 import type { SendInput } from "../domain/Run.js"
+import type { Pricing, UsageReport } from "../domain/Usage.js"
 
 /**
  * src/services/ holds the ports at its top — Backend (this module), Provider, Store, ToolExecutor,
@@ -16,6 +17,12 @@ import type { SendInput } from "../domain/Run.js"
  * per port: provider/, store/, backend/ (the remote client), tools/, mcp/. An adapter reaches
  * another family only through these top-level modules; nothing here imports src/programs.
  */
+
+export interface UsageQuery {
+  readonly conversationId?: ConversationId
+  readonly since?: number
+  readonly pricing?: Pricing
+}
 
 /**
  * Where conversation state and model calls live. `BackendLocal.layerLocal` (programs/backend) runs
@@ -91,6 +98,20 @@ export class Backend extends Context.Tag("baton/Backend")<Backend, {
    * leaves a tool call without its result is InvalidInput; the source is never changed.
    */
   readonly fork: (id: ConversationId, options?: { readonly at?: number }) => Effect.Effect<Conversation, BackendError>
+  /**
+   * Steering held by the backend, persisted: queued as a `[user_steering]` user text, drained into
+   * the very next model request the backend assembles (also the one right after a mid-run
+   * compaction), from whichever client sent it.
+   */
+  readonly steer: (id: ConversationId, text: string) => Effect.Effect<void, BackendError>
+  /** Removes and returns the steering no request has taken yet: a task that ends continues with it, or drops it. */
+  readonly takeSteering: (id: ConversationId) => Effect.Effect<ReadonlyArray<UserMessage>, BackendError>
+  /**
+   * Usage accounting: every model request's token usage (turns, compactions, titles, failed
+   * attempts), totalled overall and per conversation and model, since `since` (ms). Cost comes from
+   * `pricing`; over HTTP the server's own pricing table applies.
+   */
+  readonly usage: (query?: UsageQuery) => Effect.Effect<UsageReport, BackendError>
   /** One trace segment as JSONL. */
   readonly exportTrace: (id: ConversationId, segment: number) => Effect.Effect<string, NotFound | StoreError | BackendError>
 }>() {}

@@ -15,6 +15,8 @@ export class Provider extends Context.Tag("baton/Provider")<Provider, {
    * absent on test doubles that do not say.
    */
   readonly info?: ProviderInfo
+  /** The model a request without its own `model` gets (usage accounting names it); unknown for test doubles. */
+  readonly model?: string
 }>() {}
 
 export interface ProviderInfo {

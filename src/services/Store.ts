@@ -5,7 +5,8 @@ import type { Conversation, ConversationSettings, ConversationSettingsInput, For
 import type { ChunkSeqError, Conflict, InvalidInput, NotFound, StoreError, ToolCallAnswered } from "../domain/Errors.js"
 import type { Chunk } from "../domain/Events.js"
 import type { ConversationId, MessageId, Otid, RunId, ToolCallId } from "../domain/Ids.js"
-import type { ToolCall } from "../domain/Messages.js"
+import type { ToolCall, UserMessage } from "../domain/Messages.js"
+import type { UsageRecord } from "../domain/Usage.js"
 
 /**
  * Where a conversation lives. Every method answers resume questions (pending approvals, backfill,
@@ -87,4 +88,13 @@ export class Store extends Context.Tag("baton/Store")<Store, {
   readonly runningRuns: Effect.Effect<ReadonlyArray<Run>, StoreError>
   /** Chunks with seq > after, in order; the stream ends at the last committed chunk. */
   readonly readChunks: (runId: RunId, after: number) => Stream.Stream<Chunk, NotFound | StoreError>
+
+  /** Holds a steering message for the conversation's next input assembly (Backend.steer). */
+  readonly queueSteering: (id: ConversationId, message: UserMessage) => Effect.Effect<void, NotFound | StoreError>
+  /** Removes and returns the conversation's queued steering messages, oldest first. */
+  readonly takeSteering: (id: ConversationId) => Effect.Effect<ReadonlyArray<UserMessage>, NotFound | StoreError>
+  /** Records one model request's usage. */
+  readonly recordUsage: (record: UsageRecord) => Effect.Effect<void, StoreError>
+  /** Usage records, oldest first: of one conversation, and since a time (ms), when given. */
+  readonly usage: (query?: { readonly conversationId?: ConversationId; readonly since?: number }) => Effect.Effect<ReadonlyArray<UsageRecord>, StoreError>
 }>() {}

@@ -213,7 +213,7 @@ describe("Compaction budgets and tags", () => {
 })
 
 describe("compactability and titles", () => {
-  it.effect("empty → ok → just_compacted → ok; unsupported while a run is active", () =>
+  it.effect("empty → ok → just_compacted → ok; busy (not unsupported) while a run is active", () =>
     Effect.gen(function*() {
       const backend = yield* Backend
       const gates = yield* Gates
@@ -224,7 +224,7 @@ describe("compactability and titles", () => {
       yield* collect(backend.compact(conv.id, "manual"))
       assert.strictEqual(yield* backend.compactability(conv.id), "just_compacted")
       const running = yield* Effect.fork(ask(conv.id, "two"))
-      yield* eventually(Effect.map(backend.compactability(conv.id), (c) => c === "unsupported"), "the run is active")
+      yield* eventually(Effect.map(backend.compactability(conv.id), (c) => c === "busy"), "the run is active")
       yield* gates.release(3)
       yield* Fiber.join(running)
       assert.strictEqual(yield* backend.compactability(conv.id), "ok")
@@ -243,6 +243,23 @@ describe("compactability and titles", () => {
       assert.deepStrictEqual(yield* backend.history(conv.id), before)
       assert.strictEqual((yield* backend.getConversation(conv.id)).title, "Refactor the parser")
     }).pipe(Effect.provide(env([Turn.text("ok"), Turn.text("\"Refactor the parser.\"")]))))
+})
+
+describe("the title", () => {
+  it.effect("is made from the conversation's opening messages, not its newest items", () =>
+    Effect.gen(function*() {
+      const backend = yield* Backend
+      const conv = yield* newConversation({})
+      yield* ask(conv.id, "the opening question about parsers")
+      // Enough later turns that the newest 50 items no longer hold the opening message.
+      for (let i = 0; i < 12; i++) yield* ask(conv.id, `later message ${i}`)
+      assert.isAbove((yield* backend.history(conv.id, { limit: 1000 })).length, 60)
+      yield* backend.generateTitle(conv.id)
+      const requests = yield* (yield* ProviderScript).requests
+      const prompt = requests.at(-1)!.history[0]!
+      assert.include(prompt.type === "user_message" ? prompt.content : "", "the opening question about parsers")
+      assert.notInclude(prompt.type === "user_message" ? prompt.content : "", "later message 11")
+    }).pipe(Effect.provide(env([...Array.from({ length: 13 }, () => Turn.text("ok")), Turn.text("Parsers")]))))
 })
 
 describe("Compaction inside a task", () => {

@@ -150,3 +150,28 @@ describe("prompts on a terminal outside chat", () => {
       assert.strictEqual(again.exit_code, 0)
     }))
 })
+
+describe("baton chat: visible, skippable waits", () => {
+  it.scopedLive("a reconnect shows a live countdown; Enter makes the next request happen long before it ends", () =>
+    Effect.gen(function*() {
+      const dirs = yield* cliDirs
+      const server = yield* MockModelServer.make({
+        replies: [Reply.status(429, { headers: { "retry-after": "20" } }), Reply.text("Back again.")]
+      })
+      const env = { ...server.childEnv("openai-chat"), BATON_HOME: dirs.home }
+      const result = yield* runInPty(["chat", "-w", dirs.workspace], [
+        { expect: "new conversation" },
+        { send: "hello\r" },
+        { expect: "retrying in 20\\.0 s" },
+        { expect_screen: "retrying in 1\\d\\.\\d s \\(attempt 1\\) · Enter retries now · Ctrl-C abandons" },
+        { send: "\r" },
+        { expect: "Back again\\." },
+        { send: "/exit\r" },
+        { wait_exit: true }
+      ], env)
+      assert.isTrue(result.ok, `${result.reason}\n${result.transcript}`)
+      const [first, second] = yield* server.requests
+      const waited = second!.receivedAt - first!.endedAt()!
+      assert.isBelow(waited, 10_000, `the retry came ${waited} ms after the failure, not after the 20 s wait`)
+    }))
+})

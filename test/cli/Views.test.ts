@@ -173,7 +173,9 @@ describe("Phase", () => {
     assert.strictEqual(describePhase(running, 0), "running Bash npm test")
     assert.strictEqual(describePhase(stepPhase(running, { type: "tool_return", tool_call_id: "c1", status: "success", content: "", otid: "o" } as TaskEvent, 0), 0), "waiting for the model")
     const retrying = fold([{ type: "request_end", status: "retrying", attempt: 0, retry_in_ms: 2000 }] as ReadonlyArray<TaskEvent>, 1000)
-    assert.strictEqual(describePhase(retrying, 1500), "reconnecting to the model in 1.5 s (attempt 1)")
+    assert.strictEqual(describePhase(retrying, 1500), "retrying in 1.5 s (attempt 1) · Enter retries now · Ctrl-C abandons")
+    const busy = fold([{ type: "wait", reason: "busy", retry_in_ms: 10_000 }] as ReadonlyArray<TaskEvent>, 1000)
+    assert.strictEqual(describePhase(busy, 4000), "the conversation is busy: retrying in 7.0 s · Enter retries now · Ctrl-C abandons")
   })
 
   it("a denied call never shows as running", () => {

@@ -180,4 +180,15 @@ describe("planCompaction", () => {
       Option.some({ summarize: context.slice(0, 3), keep: context.slice(3) })
     )
   })
+
+  it("sliding_window whose result still does not fit the window falls back to summarizing everything older (Letta seed §9.6)", () => {
+    const older = alternating(10, 10).map(other)
+    // The run's own input alone is near the window: keeping 70% of the older context on top cannot fit.
+    const context = [...older, own(user("x".repeat(4 * 760)))]
+    const settings = { ...summarize, mode: "sliding_window" as const, contextWindow: 1000 }
+    assert.deepStrictEqual(planCompaction(context, runId, settings), Option.some({ summarize: older, keep: context.slice(older.length) }))
+    // With room for it, the window is kept.
+    const roomy = { ...settings, contextWindow: 100_000 }
+    assert.deepStrictEqual(planCompaction(context, runId, roomy), Option.some({ summarize: older.slice(0, 3), keep: context.slice(3) }))
+  })
 })

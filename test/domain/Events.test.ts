@@ -2,6 +2,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Either, Schema } from "effect"
 import { type TaskEvent, TaskEvent as TaskEventSchema, TaskEventFromJson } from "../../src/domain/Events.js"
 import { Otid, RunId, ToolCallId } from "../../src/domain/Ids.js"
+import { encodeEventJson } from "../../src/domain/EventJson.js"
 
 const run_id = RunId.make("run-1")
 const otid = Otid.make("otid-1")
@@ -26,6 +27,7 @@ const samples: ReadonlyArray<TaskEvent> = [
   { type: "compaction_begin", reason: "context", mode: "summarize", run_id, seq: 1 },
   { type: "compaction_end", status: "ok", segment: 2, run_id, seq: 4 },
   { type: "abort", reason: "user" },
+  { type: "wait", reason: "busy", retry_in_ms: 10_000 },
   { type: "text_delta", content: "h", run_id, seq: 4 },
   { type: "reasoning_delta", content: "t", run_id, seq: 2 },
   { type: "tool_call_delta", tool_call_id: id, name: "Read", arguments: "{\"file", run_id, seq: 5 }
@@ -34,7 +36,7 @@ const samples: ReadonlyArray<TaskEvent> = [
 describe("TaskEvent", () => {
   it("has a sample of every type", () => {
     const types = new Set(samples.map((s) => s.type))
-    assert.strictEqual(types.size, 19)
+    assert.strictEqual(types.size, 20)
   })
 
   it("round-trips every type through encode/decode and JSON unchanged", () => {
@@ -44,6 +46,10 @@ describe("TaskEvent", () => {
       const json = JSON.stringify(encoded)
       assert.deepStrictEqual(Schema.decodeSync(TaskEventFromJson)(json), sample)
     }
+  })
+
+  it("a client-side wait is one --json line as the issue names it", () => {
+    assert.strictEqual(encodeEventJson({ type: "wait", reason: "stream_reconnect", retry_in_ms: 250 }), `{"type":"wait","reason":"stream_reconnect","retry_in_ms":250}`)
   })
 
   it("uses snake_case field names and a type field", () => {

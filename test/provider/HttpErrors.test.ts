@@ -75,9 +75,23 @@ describe("statuses and headers beyond the fixtures", () => {
       headers: { "retry-after": "2" },
       body: JSON.stringify([{ error: { code: 429, message: "Resource has been exhausted (e.g. check quota).", status: "RESOURCE_EXHAUSTED" } }])
     }), { _tag: "ProviderTransientQuota", retryAfterMs: 2000 }],
+    // Letta's NON_RETRYABLE_429_REASONS: a 429 is not always worth waiting for.
+    ["429 with reason exceeded-quota fails at once", R.status(429, {
+      body: JSON.stringify({ error: { type: "rate_limit", reason: "exceeded-quota", message: "rate limited: exceeded-quota" } })
+    }), { _tag: "ProviderQuotaExceeded" }],
+    ["429 with reason not-enough-credits fails at once", R.status(429, {
+      body: JSON.stringify({ error: { code: "not-enough-credits", message: "Not enough credits" } })
+    }), { _tag: "ProviderQuotaExceeded" }],
+    ["a billing message fails at once", R.status(400, {
+      body: JSON.stringify({ error: { type: "invalid_request_error", message: "Your credit balance is too low to access the API" } })
+    }), { _tag: "ProviderQuotaExceeded" }],
+    // The context-engine seed's transient subscription limit: the reconnect ladder, even on a 403, and not auth.
+    ["insufficient_user_quota is a transient quota, not auth", R.status(403, {
+      body: JSON.stringify({ error: { type: "insufficient_user_quota", message: "subscription limit reached, try again shortly" } })
+    }), { _tag: "ProviderTransientQuota" }],
     ["403 is auth", R.status(403), { _tag: "ProviderAuth", status: 403 }],
     ["404 (unknown model) is an invalid request", R.status(404), { _tag: "ProviderInvalidRequest", status: 404 }],
-    ["413 is a context overflow", R.status(413), { _tag: "ProviderContextOverflow" }],
+    ["413 is a request too large (its images go first)", R.status(413), { _tag: "ProviderRequestTooLarge" }],
     ["503 overloaded_error body is overloaded", R.status(503, {
       headers: { "retry-after": "3" },
       body: JSON.stringify({ type: "error", error: { type: "overloaded_error", message: "Overloaded" } })

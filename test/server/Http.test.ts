@@ -217,11 +217,14 @@ describe("server HTTP protocol", () => {
         "POST /v1/conversations/{id}/tool-results",
         "GET /v1/conversations/{id}/backfill",
         "POST /v1/conversations/{id}/skip-reconnect-wait",
+        "POST /v1/conversations/{id}/steering",
+        "POST /v1/conversations/{id}/steering/take",
         "POST /v1/conversations/{id}/compact",
         "GET /v1/conversations/{id}/compactability",
         "POST /v1/conversations/{id}/title",
         "POST /v1/conversations/{id}/fork",
         "GET /v1/conversations/{id}/trace/{segment}",
+        "GET /v1/usage",
         "GET /healthz"
       ])
       assert.deepStrictEqual(Object.keys(spec.paths["/v1/runs/{id}/stream"]!.get!.responses["200"]!.content!), ["text/event-stream"])

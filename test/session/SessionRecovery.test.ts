@@ -1,8 +1,8 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Context, Effect, Either, Exit, Fiber, Layer, Scope, TestClock } from "effect"
+import { Context, Effect, Either, Exit, Fiber, Layer, Scope, Stream, TestClock } from "effect"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
-import type { TaskEvent } from "../../src/domain/Events.js"
+import type { Chunk, TaskEvent } from "../../src/domain/Events.js"
 import type { ToolCall } from "../../src/domain/Messages.js"
 import { STALE_APPROVAL_REASON } from "../../src/domain/Tags.js"
 import type { Approver } from "../../src/programs/session/ApprovalGate.js"
@@ -41,6 +41,19 @@ const leavePending = Effect.gen(function*() {
   return conv.id
 })
 
+/** A task started while another client's run (held by gate 1) keeps the conversation busy: it waits. */
+const busyByAnother = Effect.gen(function*() {
+  const backend = yield* Backend
+  const gates = yield* Gates
+  const conv = yield* backend.createConversation({ system_prompt: "" })
+  const other = yield* Effect.fork(collect(backend.send(conv.id, input(user("another client")))))
+  yield* eventually(Effect.map(backend.history(conv.id), (items) => items.some((h) => h.item.type === "request_begin")), "the other run started")
+  const session = yield* open({ conversationId: conv.id, approver: allow })
+  const mine = yield* Effect.fork(collect(session.run("mine")))
+  yield* awaitSleeps()
+  return { gates, mine, other, session }
+})
+
 describe("Session recovery", () => {
   it.scopedLive("a stale pending approval is closed once with a desync denial, then the message goes through", () =>
     Effect.gen(function*() {
@@ -73,14 +86,7 @@ describe("Session recovery", () => {
 
   it.scoped("a busy conversation is waited for (10 s, then 20 s), then the task runs", () =>
     Effect.gen(function*() {
-      const backend = yield* Backend
-      const gates = yield* Gates
-      const conv = yield* backend.createConversation({ system_prompt: "" })
-      const other = yield* Effect.fork(collect(backend.send(conv.id, input(user("another client")))))
-      yield* eventually(Effect.map(backend.history(conv.id), (items) => items.some((h) => h.item.type === "request_begin")), "the other run started")
-      const session = yield* open({ conversationId: conv.id, approver: allow })
-      const mine = yield* Effect.fork(collect(session.run("mine")))
-      yield* awaitSleeps()
+      const { gates, mine, other } = yield* busyByAnother
       yield* TestClock.adjust(10_000)
       yield* awaitSleeps()
       yield* gates.release(1)
@@ -89,6 +95,20 @@ describe("Session recovery", () => {
       const events = yield* Fiber.join(mine)
       const answer = byType(events, "assistant_message").map((m) => m.content)
       assert.deepStrictEqual(answer, ["mine answered"])
+      // Each wait is announced before it starts, as a client-side task event.
+      assert.deepStrictEqual(byType(events, "wait").map((w) => [w.reason, w.retry_in_ms]), [["busy", 10_000], ["busy", 20_000]])
+      assert.isTrue(events.indexOf(byType(events, "wait")[0]!) < events.indexOf(byType(events, "request_begin")[0]!))
+    }).pipe(Effect.provide(sessionLayer("memory", [Turn.text("other answered"), Turn.text("mine answered")], [1]))))
+
+  it.scoped("skipReconnectWait ends a busy wait at once (no clock moves), without changing the count", () =>
+    Effect.gen(function*() {
+      const { gates, mine, other, session } = yield* busyByAnother
+      yield* gates.release(1)
+      yield* Fiber.join(other)
+      yield* session.skipReconnectWait
+      const events = yield* Fiber.join(mine)
+      assert.deepStrictEqual(byType(events, "wait").map((w) => w.retry_in_ms), [10_000])
+      assert.deepStrictEqual(byType(events, "assistant_message").map((m) => m.content), ["mine answered"])
     }).pipe(Effect.provide(sessionLayer("memory", [Turn.text("other answered"), Turn.text("mine answered")], [1]))))
 })
 
@@ -141,4 +161,28 @@ describe.each(["local", "remote"] as const)("Session resume (%s backend)", (wher
       assert.strictEqual(stop.type === "stop_reason" && stop.reason, "end_turn")
       assert.deepStrictEqual(yield* Context.get(after, Backend).pendingApprovals(id), [])
     }))
+})
+
+/** A backend whose run streams repeat every tool_call chunk, as a stream replayed over an overlap would. */
+const repeatingCalls = Effect.map(Backend, (inner) =>
+  Backend.of({
+    ...inner,
+    send: (id, sent) =>
+      inner.send(id, sent).pipe(Stream.mapConcat((chunk): ReadonlyArray<Chunk> => (chunk.type === "tool_call" ? [chunk, chunk] : [chunk])))
+  }))
+
+describe("Session: repeated approval requests", () => {
+  it.scopedLive("a tool call that comes twice is asked, run and answered once (Letta seed §7.2), not an InvalidToolCallIds", () =>
+    Effect.gen(function*() {
+      const backend = yield* repeatingCalls
+      const asked: Array<string> = []
+      const session = yield* open({
+        approver: (request) => Effect.sync(() => (asked.push(request.call.tool_call_id), "allow" as const))
+      }).pipe(Effect.provideService(Backend, backend))
+      const events = yield* collect(session.run("list it"))
+      assert.deepStrictEqual(asked, ["c1"])
+      assert.deepStrictEqual(byType(events, "tool_return").map((r) => r.tool_call_id), ["c1"])
+      const stop = events.at(-1)!
+      assert.strictEqual(stop.type === "stop_reason" && stop.reason, "end_turn")
+    }).pipe(Effect.provide(sessionLayer("memory", [Turn.toolCalls([{ id: "c1", name: "LS", args: {} }]), Turn.text("listed")]))))
 })

@@ -1,6 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Either, Fiber, type Layer, Stream, TestClock } from "effect"
 import type { Chunk } from "../../src/domain/Events.js"
+import { IMAGE_OMITTED_TEXT } from "../../src/domain/Messages.js"
 import * as PE from "../../src/domain/ProviderError.js"
 import { Backend } from "../../src/services/Backend.js"
 import { ProviderScript, type ScriptEntry, Turn } from "../../src/services/provider/Scripted.js"
@@ -342,6 +343,70 @@ export const backendContract = (name: string, make: MakeBackend) =>
 
     resultsContract(withBackend)
     lineageContract(withBackend)
+
+    it.effect("a request refused as too large is sent once more with its images replaced by a placeholder", () =>
+      withBackend([Turn.fail(new PE.ProviderRequestTooLarge({ message: "request_too_large: 413" })), Turn.text("I could not see the image.")], (backend) =>
+        Effect.gen(function*() {
+          const script = yield* ProviderScript
+          const conv = yield* backend.createConversation(settings)
+          const image = { media_type: "image/png" as const, data: "iVBORw0KGgo=" }
+          const chunks = yield* collect(backend.send(conv.id, input({ ...user("what is this?"), images: [image] })))
+          const [first, second] = yield* script.requests
+          const prompt = (request: typeof first) => request!.history.find((m) => m.type === "user_message")
+          assert.deepStrictEqual(prompt(first)?.type === "user_message" && prompt(first)?.images, [image])
+          const retried = prompt(second)
+          assert.isTrue(retried?.type === "user_message" && retried.images === undefined)
+          assert.strictEqual(retried?.type === "user_message" && retried.content, `what is this?\n${IMAGE_OMITTED_TEXT}`)
+          const stop = chunks.at(-1)!
+          assert.strictEqual(stop.type === "stop_reason" && stop.reason, "end_turn")
+          assert.strictEqual(textOf(chunks), "I could not see the image.")
+          // The image itself stays in the history: only that request went without it.
+          const stored = (yield* backend.history(conv.id)).find((h) => h.item.type === "user_message")!.item
+          assert.deepStrictEqual(stored.type === "user_message" && stored.images, [image])
+        })))
+
+    it.effect("usage: every model request's usage is recorded — a failed attempt's, the turn's, the compaction's, the title's — and totalled", () =>
+      withBackend([
+        Turn.fail(down, [{ _tag: "TextDelta", text: "par" }, { _tag: "Usage", inputTokens: 7, outputTokens: 1, cachedInputTokens: 0, totalTokens: 8 }]),
+        Turn.text("one", { usage: { inputTokens: 100, outputTokens: 10, cachedInputTokens: 30 } }),
+        Turn.text("[summary]s[/summary]", { usage: { inputTokens: 50, outputTokens: 5 } }),
+        Turn.text("A title", { usage: { inputTokens: 20, outputTokens: 2 } })
+      ], (backend) =>
+        Effect.gen(function*() {
+          const conv = yield* backend.createConversation(settings)
+          const other = yield* backend.createConversation(settings)
+          const sent = yield* Effect.fork(collect(backend.send(conv.id, input(user("q1")))))
+          yield* awaitSleeps()
+          yield* TestClock.adjust(250)
+          yield* Fiber.join(sent)
+          yield* collect(backend.compact(conv.id, "manual"))
+          yield* backend.generateTitle(conv.id)
+          const report = yield* backend.usage()
+          const totals = { requests: 4, input_tokens: 177, output_tokens: 18, cache_read_tokens: 30, cache_write_tokens: 0 }
+          assert.deepStrictEqual(report.total, totals)
+          assert.deepStrictEqual(report.conversations, [{ id: conv.id, title: "A title", model: "unknown", ...totals }])
+          assert.deepStrictEqual((yield* backend.usage({ conversationId: other.id })).total.requests, 0)
+          assert.deepStrictEqual((yield* backend.usage({ since: 1 })).total.requests, 3, "the failed attempt was at 0 ms, the rest after the wait")
+        })))
+
+    it.effect("steer: held until the next request the backend assembles, drained into it (and its stream); takeSteering takes the rest", () =>
+      withBackend([Turn.text("one"), Turn.text("two")], (backend) =>
+        Effect.gen(function*() {
+          const script = yield* ProviderScript
+          const conv = yield* backend.createConversation(settings)
+          yield* backend.steer(conv.id, "use tabs")
+          const chunks = yield* collect(backend.send(conv.id, input(user("q1"))))
+          const steering = "[user_steering]\nuse tabs\n[/user_steering]"
+          const [request] = yield* script.requests
+          assert.deepStrictEqual(request!.history.flatMap((m) => (m.type === "user_message" ? [m.content] : [])), ["q1", steering])
+          assert.deepStrictEqual(chunks.flatMap((c) => (c.type === "user_message" ? [c.content] : [])), [steering], "the run streams what it drained")
+          assert.include((yield* backend.history(conv.id)).map((h) => ("content" in h.item ? h.item.content : "")), steering, "recorded like any prompt")
+          yield* backend.steer(conv.id, "later")
+          assert.deepStrictEqual((yield* backend.takeSteering(conv.id)).map((m) => m.content), ["[user_steering]\nlater\n[/user_steering]"])
+          assert.deepStrictEqual(yield* backend.takeSteering(conv.id), [])
+          assert.strictEqual((yield* Effect.flip(backend.steer(conv.id, "")))._tag, "InvalidInput")
+          assert.strictEqual((yield* Effect.flip(backend.steer("conv-nope" as typeof conv.id, "x")))._tag, "NotFound")
+        })))
 
     it.effect("history and backfill are chronological", () =>
       withBackend([Turn.text("one"), Turn.text("two")], (backend) =>

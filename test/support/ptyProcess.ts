@@ -10,6 +10,8 @@ export type PtyStep =
   | { readonly send: string }
   | { readonly wait_file: string }
   | { readonly touch: string }
+  /** SIGKILL the program (a crash) and wait until it is gone. */
+  | { readonly kill: true }
   | { readonly expect_screen: string; readonly timeout?: number }
   | { readonly wait_exit: true; readonly timeout?: number }
 

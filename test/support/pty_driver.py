@@ -192,6 +192,13 @@ def main():
                     result(False, index, "the screen never matched /%s/:\n%s" % (step["expect_screen"], term.screen()))
                 pump(0.05)
             screens.append(term.screen())
+        elif "kill" in step:
+            # A crash, not a shutdown: SIGKILL leaves no chance to record anything.
+            os.kill(pid, 9)
+            while exit_code is None:
+                if time.time() > deadline:
+                    result(False, index, "the program survived SIGKILL")
+                pump(0.05)
         elif "touch" in step:
             open(step["touch"], "a").close()
         elif "wait_exit" in step:

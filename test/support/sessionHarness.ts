@@ -20,25 +20,36 @@ import { tempDir } from "./tempDir.js"
 /** Holds chosen model calls (1-based) until the test releases them: turns happen exactly when a test wants. */
 export class Gates extends Context.Tag("test/Gates")<Gates, {
   readonly release: (call: number) => Effect.Effect<void>
+  /** Resolves once gated call `call` has been made (and is held). */
+  readonly reached: (call: number) => Effect.Effect<void>
 }>() {}
 
 export const layerScriptedGated = (script: ReadonlyArray<ScriptEntry>, gated: ReadonlyArray<number> = []) =>
   Layer.effectContext(Effect.gen(function*() {
     const { provider, script: handle } = yield* makeScripted(script)
     const gates = new Map<number, Deferred.Deferred<void>>()
-    for (const n of gated) gates.set(n, yield* Deferred.make<void>())
+    const arrivals = new Map<number, Deferred.Deferred<void>>()
+    for (const n of gated) {
+      gates.set(n, yield* Deferred.make<void>())
+      arrivals.set(n, yield* Deferred.make<void>())
+    }
     let calls = 0
     const gatedProvider = Provider.of({
       stream: (request) =>
         Stream.unwrap(Effect.suspend(() => {
-          const gate = gates.get(++calls)
+          const call = ++calls
+          const gate = gates.get(call)
           const inner = provider.stream(request)
-          return Effect.succeed(gate === undefined ? inner : Stream.unwrap(Effect.as(Deferred.await(gate), inner)))
+          if (gate === undefined) return Effect.succeed(inner)
+          return Effect.as(Deferred.succeed(arrivals.get(call)!, undefined), Stream.unwrap(Effect.as(Deferred.await(gate), inner)))
         }))
     })
     return Context.make(Provider, gatedProvider).pipe(
       Context.add(ProviderScript, handle),
-      Context.add(Gates, { release: (n) => Effect.asVoid(Deferred.succeed(gates.get(n)!, undefined)) })
+      Context.add(Gates, {
+        release: (n) => Effect.asVoid(Deferred.succeed(gates.get(n)!, undefined)),
+        reached: (n) => Deferred.await(arrivals.get(n)!)
+      })
     )
   }))
 

@@ -3,6 +3,7 @@ import { answersContract } from "./contract/answers.js"
 import { conversationContract } from "./contract/conversations.js"
 import type { MakeStore } from "./contract/fixtures.js"
 import { itemContract } from "./contract/items.js"
+import { ledgerContract } from "./contract/ledger.js"
 import { resumeContract } from "./contract/resume.js"
 import { runContract } from "./contract/runs.js"
 
@@ -14,4 +15,5 @@ export const storeContract = (name: string, makeStore: MakeStore) =>
     resumeContract(makeStore)
     runContract(makeStore)
     answersContract(makeStore)
+    ledgerContract(makeStore)
   })

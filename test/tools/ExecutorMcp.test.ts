@@ -76,7 +76,9 @@ describe("ToolExecutor with MCP tools", () => {
         ]
       }], { outputChars: 1_000 })
       const text = yield* run("mcp__s__text", {})
-      assert.deepStrictEqual([text.status, text.output], ["success", "hello\n[image: image/png, 0.0 KB; not shown to the model]"])
+      // An MCP image becomes an image for the model, not a note about one.
+      assert.deepStrictEqual([text.status, text.output], ["success", "hello\n[image: image/png, 0.0 KB]"])
+      assert.deepStrictEqual(text.images, [{ media_type: "image/png", data: "AAAA" }])
       assert.strictEqual((yield* run("mcp__s__structured", {})).output, "{\"sum\":5}")
       assert.strictEqual((yield* run("mcp__s__echoed", {})).output, "{\"sum\": 5}", "not twice when a text part already is the JSON")
       const failing = yield* run("mcp__s__failing", {})

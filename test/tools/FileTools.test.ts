@@ -2,6 +2,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit, Fiber, Scope } from "effect"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
+import { MAX_IMAGE_BYTES } from "../../src/services/tools/Read.js"
 import { toolCall } from "../support/Calls.js"
 import { workspaceHarness } from "../support/Workspace.js"
 
@@ -31,6 +32,33 @@ describe("Read", () => {
       const binary = yield* run("Read", { file_path: "img.png" })
       assert.strictEqual(binary.status, "error")
       assert.include(binary.output, "img.png is a binary file (7 bytes)")
+    }))
+
+  it.scoped("a PNG, JPEG, GIF or WebP (by content, not name) is returned as an image, within the size limit", () =>
+    Effect.gen(function*() {
+      const { run, write } = yield* workspaceHarness()
+      const png = new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 13, 0x49, 0x48, 0x44, 0x52])
+      write("shot.png", png)
+      const read = yield* run("Read", { file_path: "shot.png" })
+      assert.strictEqual(read.status, "success")
+      assert.strictEqual(read.output, "[image: shot.png, image/png, 16 bytes]")
+      assert.deepStrictEqual(read.images, [{ media_type: "image/png", data: Buffer.from(png).toString("base64") }])
+      const kinds: ReadonlyArray<readonly [string, ReadonlyArray<number>, string]> = [
+        ["photo.dat", [0xff, 0xd8, 0xff, 0xe0, 0, 0x10], "image/jpeg"],
+        ["anim.gif", [0x47, 0x49, 0x46, 0x38, 0x39, 0x61, 0], "image/gif"],
+        ["pic.webp", [0x52, 0x49, 0x46, 0x46, 4, 0, 0, 0, 0x57, 0x45, 0x42, 0x50, 0], "image/webp"]
+      ]
+      for (const [name, bytes, type] of kinds) {
+        write(name, new Uint8Array(bytes))
+        assert.deepStrictEqual((yield* run("Read", { file_path: name })).images?.map((i) => i.media_type), [type], name)
+      }
+      const big = new Uint8Array(MAX_IMAGE_BYTES + 1)
+      big.set(png)
+      write("big.png", big)
+      const tooBig = yield* run("Read", { file_path: "big.png" })
+      assert.strictEqual(tooBig.status, "error")
+      assert.include(tooBig.output, "more than the 5242880 bytes an image may have")
+      assert.isUndefined(tooBig.images)
     }))
 
   it.scoped("bad arguments name the field", () =>

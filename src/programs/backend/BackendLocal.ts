@@ -8,7 +8,11 @@
  * client side (programs/session) reaches it only through the Backend port.
  */
 import { Effect, Layer, Stream } from "effect"
-import { NotFound } from "../../domain/Errors.js"
+import { InvalidInput, NotFound } from "../../domain/Errors.js"
+import { ConversationId, Otid } from "../../domain/Ids.js"
+import type { UserMessage } from "../../domain/Messages.js"
+import { steeringText } from "../../domain/Tags.js"
+import { usageReport } from "../../domain/Usage.js"
 import { type Budgets, turnBudgets } from "../../domain/Recovery.js"
 import { Backend } from "../../services/Backend.js"
 import { currentOwner } from "../../services/ProcessIdentity.js"
@@ -55,6 +59,26 @@ export const makeBackendLocal = Effect.fn("BackendLocal.make")(
       }),
       generateTitle: titles.generate,
       fork: (id, opts) => Effect.provideService(forkConversation(id, opts), Store, store),
+      steer: Effect.fn("BackendLocal.steer")(function*(id, text) {
+        if (text.trim() === "") return yield* new InvalidInput({ message: "steering needs some text" })
+        const message: UserMessage = { type: "user_message", content: steeringText(text), otid: Otid.make(`steer-${crypto.randomUUID()}`) }
+        yield* store.queueSteering(id, message)
+      }),
+      takeSteering: (id) => store.takeSteering(id),
+      usage: Effect.fn("BackendLocal.usage")(function*(query) {
+        const records = yield* store.usage({
+          ...(query?.conversationId !== undefined ? { conversationId: query.conversationId } : {}),
+          ...(query?.since !== undefined ? { since: query.since } : {})
+        })
+        const ids = [...new Set(records.map((r) => r.conversation_id))]
+        const titles = new Map<string, string>()
+        yield* Effect.forEach(ids, (id) =>
+          store.getConversation(ConversationId.make(id)).pipe(
+            Effect.map((c) => void (c.title !== undefined && titles.set(id, c.title))),
+            Effect.catchTag("NotFound", () => Effect.void)
+          ), { discard: true })
+        return usageReport(records, { pricing: query?.pricing, titles })
+      }),
       exportTrace: Effect.fn("BackendLocal.exportTrace")(function*(id, segment) {
         const last = yield* store.currentSegment(id)
         if (!Number.isInteger(segment) || segment < 1 || segment > last) {

@@ -16,6 +16,7 @@ import { extract, wrap } from "../../domain/Tags.js"
 import { Provider } from "../../services/Provider.js"
 import { Store } from "../../services/Store.js"
 import type { RunLog, WriteError } from "./RunLog.js"
+import { metered } from "./Metering.js"
 import { streamRequest } from "./StreamRequest.js"
 
 /** One compaction, inside a run or as the conversation's job: its chunks go to `log`. */
@@ -107,7 +108,8 @@ export class Compactions extends Effect.Service<Compactions>()("baton/Compaction
         const r = yield* Ref.get(recorder.record)
         yield* recorder.emit([{ type: "request_begin", attempt: requestsOf(r), purpose: "compaction" }], emptyAssembly)
         const request = modelRequest(settings, [...history, prompt, ...r.extra])
-        const ended = yield* streamRequest(provider, request, (answer, events) => recorder.commit(events, answer))
+        const meter = metered(provider, store, { conversationId: job.conversation.id, runId, purpose: "compaction" })
+        const ended = yield* streamRequest(meter, request, (answer, events) => recorder.commit(events, answer))
         yield* recorder.emit(ended.events, ended.assembly)
         const calls = toolCallsOf(ended.assembly)
         const text = partial(ended.assembly).text
@@ -201,7 +203,7 @@ export class Compactions extends Effect.Service<Compactions>()("baton/Compaction
      * happened since the last one.
      */
     const compactability = Effect.fn("Compactions.compactability")(function*(conversation: Conversation, busy: boolean) {
-      if (busy) return "unsupported" as Compactability
+      if (busy) return "busy" as Compactability
       const context = yield* store.modelContext(conversation.id)
       if (context.length === 0) return "empty" as Compactability
       const segment = yield* store.currentSegment(conversation.id)

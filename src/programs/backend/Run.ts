@@ -5,7 +5,7 @@ import { type Chunk, type ErrorInfo, errorInfo, type StopReasonValue, type TaskE
 import type { NewItem } from "../../domain/History.js"
 import { Otid } from "../../domain/Ids.js"
 import { isMessage } from "../../domain/ItemLog.js"
-import type { ToolCall, UserMessage } from "../../domain/Messages.js"
+import { type ToolCall, type UserMessage, withoutImages } from "../../domain/Messages.js"
 import { modelRequest } from "../../domain/ModelRequest.js"
 import type { ThinkingLevel } from "../../domain/ProviderEvent.js"
 import { type Budgets, EMPTY_RESPONSE_REMINDER, type Failure } from "../../domain/Recovery.js"
@@ -18,6 +18,7 @@ import { Store } from "../../services/Store.js"
 import { Compactions } from "./Compaction.js"
 import { activeRuns } from "./Metrics.js"
 import type { EmitOptions, Entry, RunLog } from "./RunLog.js"
+import { metered } from "./Metering.js"
 import { streamRequest } from "./StreamRequest.js"
 
 /** One run as the conversation's actor starts it. */
@@ -156,16 +157,23 @@ export class Runs extends Effect.Service<Runs>()("baton/Runs", {
       const { conversation, log } = job
       const record = yield* Ref.make(initial)
       const emitter = makeEmitter(log, record, job.onStopped)
+      const meter = metered(provider, store, { conversationId: conversation.id, runId: log.runId, purpose: "turn" })
+      // Set by the policy's RetryWithoutImages: the rest of the run's requests carry placeholders instead.
+      const imagesDropped = yield* Ref.make(false)
       const reminder: UserMessage = { type: "user_message", content: EMPTY_RESPONSE_REMINDER, otid: Otid.make("system-reminder") }
 
       // A store that breaks outside the provider stream is a defect: the defect path below ends the run.
       const attempt = Effect.gen(function*() {
+        // Steering held by the backend joins every request it assembles, also the one right after a compaction.
+        const steered = yield* Effect.orDie(store.takeSteering(conversation.id))
+        if (steered.length > 0) yield* Effect.orDie(log.emit(steered.map((event) => ({ event, record: "item" as const })), {}))
         const context = yield* Effect.orDie(store.modelContext(conversation.id))
         const history = context.flatMap((stored) => (isMessage(stored.item) ? [stored.item] : []))
         const { reminder: remind } = yield* Ref.get(record)
         yield* Effect.orDie(emitter.begin)
-        const request = modelRequest(conversation.settings, remind ? [...history, reminder] : history, job.thinking)
-        const ended = yield* streamRequest(provider, request, emitter.model)
+        const sent = (yield* Ref.get(imagesDropped)) ? withoutImages(history) : history
+        const request = modelRequest(conversation.settings, remind ? [...sent, reminder] : sent, job.thinking)
+        const ended = yield* streamRequest(meter, request, emitter.model)
         // The usage is held back: it is the last model chunk, committed with the request_end.
         yield* Effect.orDie(emitter.model(ended.assembly, ended.events.filter((e) => e.type !== "token_usage")))
         if (ended.outcome === "empty") return yield* new EmptyResponse({ message: "the model returned neither text nor a tool call" })
@@ -209,6 +217,8 @@ export class Runs extends Effect.Service<Runs>()("baton/Runs", {
           prepare: (step) =>
             step.decision._tag === "CompactThenRetry"
               ? Effect.asVoid(compactions.run({ log, conversation, reason: "overflow", wait: job.wait }))
+              : step.decision._tag === "RetryWithoutImages"
+              ? Effect.zipRight(Ref.set(imagesDropped, true), Effect.orDie(emitter.retried))
               : Effect.orDie(emitter.retried),
           orElse: (failure, step) => Effect.as(gaveUp(failure, step), Option.none())
         })

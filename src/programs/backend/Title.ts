@@ -6,6 +6,7 @@ import { oneShotRequest } from "../../domain/ModelRequest.js"
 import { Provider } from "../../services/Provider.js"
 import { Store } from "../../services/Store.js"
 import { modelCall } from "./StreamRequest.js"
+import { metered } from "./Metering.js"
 
 const TITLE_PROMPT = "Write a title of at most six words for the conversation that begins with the messages below. Reply with the title only, no quotes.\n\n"
 
@@ -20,14 +21,16 @@ export class Titles extends Effect.Service<Titles>()("baton/Titles", {
 
     const generate = Effect.fn("Titles.generate")(function*(id: ConversationId) {
       const conversation = yield* store.getConversation(id)
-      const opening = (yield* store.listItems(id, { limit: 50 }))
+      // The opening of the conversation (after position 0, oldest first), not its newest items.
+      const opening = (yield* store.listItems(id, { after: 0, limit: 50 }))
         .flatMap((s) => (s.item.type === "user_message" && s.inTrace ? [s.item.content] : []))
         .slice(0, 3)
         .join("\n\n")
         .slice(0, 4000)
       const prompt = { type: "user_message", content: TITLE_PROMPT + (opening.length > 0 ? opening : "(no messages yet)"), otid: Otid.make("title") } as const
       const request = oneShotRequest(conversation.settings, prompt, 64)
-      const text = yield* provider.stream(request).pipe(
+      const meter = metered(provider, store, { conversationId: id, purpose: "title" })
+      const text = yield* meter.stream(request).pipe(
         Stream.runFold("", (acc, event) => (event._tag === "TextDelta" ? acc + event.text : acc)),
         modelCall(provider, request),
         Effect.mapError((e) => new ModelCallFailed({ tag: e._tag, message: e.message }))

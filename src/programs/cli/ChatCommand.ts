@@ -4,8 +4,11 @@ import * as Queue from "effect/Queue"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import type { BackendError, ConfigError } from "../../domain/Errors.js"
-import type { TaskEvent } from "../../domain/Events.js"
+import type { StopReasonValue, TaskEvent } from "../../domain/Events.js"
 import { Backend } from "../../services/Backend.js"
+import type { Credentials } from "../../services/provider/Credentials.js"
+import { authLock } from "./AuthLock.js"
+import { mentionedImages, readImage } from "./Images.js"
 import { McpClients } from "../../services/McpClients.js"
 import type { ToolExecutor } from "../../services/ToolExecutor.js"
 import type { Approver } from "../session/ApprovalGate.js"
@@ -27,6 +30,7 @@ const HELP = [
   "/compact   summarize the conversation so far into a fresh context",
   "/title     give the conversation a title (one model call)",
   "/fork [N]  continue in a fork of this conversation (its context up to position N, default: all of it)",
+  "/key       (when locked after the model refused the key) type a key for this process, not shown",
   "/help      this list",
   "/exit      leave (Ctrl-D or Ctrl-C twice at the prompt also leave)",
   "While a task runs: type and press Enter to steer it; Ctrl-C (or Esc) interrupts it."
@@ -39,11 +43,11 @@ const HELP = [
  * is a prompt, nothing is approved by a prompt, and the end of input ends the chat. `model` names
  * the model for the header line.
  */
-export const chat: (io: Io, env: AppEnv, model: string) => Effect.Effect<
+export const chat: (io: Io, env: AppEnv, model: string, credentials?: Credentials) => Effect.Effect<
   void,
   BackendError | ConfigError,
   Backend | ToolExecutor | McpClients | Scope.Scope
-> = Effect.fn("Cli.chat")(function*(io: Io, env: AppEnv, model: string) {
+> = Effect.fn("Cli.chat")(function*(io: Io, env: AppEnv, model: string, credentials?: Credentials) {
   const interactive = io.stdinTTY && io.stdoutTTY
   const style = makeStyle(colorFor({ isTTY: io.stdoutTTY }, io.env))
   const screen = makeScreen({ write: io.out, columns: io.columns }, interactive)
@@ -111,8 +115,12 @@ export const chat: (io: Io, env: AppEnv, model: string) => Effect.Effect<
       yield* view.during
       editor.setPrompt(steerPrompt)
       let interrupts = 0
+      let stop: StopReasonValue | undefined
       const renderer = yield* events.pipe(
-        Stream.runForEach(view.show),
+        Stream.runForEach((event) => {
+          if (event.type === "stop_reason") stop = event.reason
+          return view.show(event)
+        }),
         Effect.catchAll((error) => view.print(style.red(`✗ ${error.message}`))),
         Effect.forkScoped
       )
@@ -123,7 +131,8 @@ export const chat: (io: Io, env: AppEnv, model: string) => Effect.Effect<
           case "Line": {
             if (yield* approval.answer(event.text)) return
             const text = event.text.trim()
-            if (text === "") return
+            // Enter alone during a wait (a reconnect, a busy conversation) retries now; the count is unchanged.
+            if (text === "") return yield* Effect.ignore(session.skipReconnectWait)
             if (text.startsWith("/")) return yield* view.print(style.dim("commands wait until the task ends (Ctrl-C interrupts it)"))
             const queued = yield* session.steer(text)
             return yield* view.print(queued
@@ -147,7 +156,33 @@ export const chat: (io: Io, env: AppEnv, model: string) => Effect.Effect<
         }
       })))
       yield* Fiber.join(renderer)
+      return stop
     }))
+
+  /**
+   * A prompt's task; after an `auth` stop the prompt is locked until the credentials are fixed, then
+   * the prompt is sent again. "exit" when the user left from the lock.
+   */
+  const prompted = (text: ReadonlyArray<string>) =>
+    Effect.gen(function*() {
+      // `@path/to/file.png` attaches that image (relative to the workspace).
+      const attached = yield* Effect.forEach(mentionedImages(text.join("\n"), env.workspace), (file) =>
+        readImage(file, env.workspace).pipe(
+          Effect.tap(() => view.print(style.dim(`📎 ${file}`))),
+          Effect.catchAll((error) => Effect.as(view.print(style.yellow(`not attached: ${error.message}`)), undefined))
+        ))
+      const images = attached.filter((image) => image !== undefined)
+      for (;;) {
+        const stop = yield* task(session.run(text, {
+          ...(turns !== undefined ? { maxTurns: turns } : {}),
+          ...(images.length > 0 ? { images } : {})
+        }))
+        screen.write("\n")
+        if (stop !== "auth" || !interactive) return undefined
+        const outcome = yield* authLock({ model, credentials, input, editor, view, style, prompt })
+        if (outcome === "exit") return "exit" as const
+      }
+    })
 
   const slash = (line: string) =>
     Effect.gen(function*() {
@@ -185,7 +220,13 @@ export const chat: (io: Io, env: AppEnv, model: string) => Effect.Effect<
           if (can._tag === "Left") yield* view.print(style.red(`✗ ${can.left.message}`))
           else if (can.right !== "ok") {
             yield* view.print(style.dim(
-              can.right === "empty" ? "nothing to compact yet" : can.right === "just_compacted" ? "just compacted; nothing new since" : "this conversation cannot be compacted"
+              can.right === "empty"
+                ? "nothing to compact yet"
+                : can.right === "just_compacted"
+                ? "just compacted; nothing new since"
+                : can.right === "busy"
+                ? "a run or a compaction is active on this conversation; try again when it ends"
+                : "this conversation cannot be compacted"
             ))
           } else yield* task(session.compact)
           return undefined
@@ -196,8 +237,17 @@ export const chat: (io: Io, env: AppEnv, model: string) => Effect.Effect<
       }
     })
 
+  // Calls a killed process left waiting are asked again now, before any new prompt (Letta: "the
+  // approval prompt pops up again"); answering them finishes the task they belonged to.
+  if (selected.id !== undefined && (yield* session.pendingApprovals).length > 0) {
+    yield* view.print(style.dim("resuming the calls left waiting for approval"))
+    yield* task(session.run([], turns !== undefined ? { maxTurns: turns } : {}))
+    screen.write("\n")
+  }
+  let leaving = false
+
   let armedExit = false
-  for (;;) {
+  while (!leaving) {
     editor.setPrompt(prompt)
     const event = yield* Queue.take(input)
     if (event._tag === "Eof") break
@@ -220,8 +270,7 @@ export const chat: (io: Io, env: AppEnv, model: string) => Effect.Effect<
       if ((yield* slash(text)) === "exit") break
       continue
     }
-    yield* task(session.run(text, turns !== undefined ? { maxTurns: turns } : {}))
-    screen.write("\n")
+    leaving = (yield* prompted([text])) === "exit"
   }
   yield* view.print(style.dim(`conversation ${session.conversationId}\ncontinue it with: baton chat --conversation ${session.conversationId}`))
 })

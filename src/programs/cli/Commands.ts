@@ -5,11 +5,13 @@ import * as Option from "effect/Option"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { ConfigError } from "../../domain/Errors.js"
+import { parseSinceDate } from "../../domain/Usage.js"
 import type { Provider } from "../../services/Provider.js"
 import { type CommonArgs, noCommonArgs } from "./CommonArgs.js"
 import { type AppEnv, conversationSettings, freshEnv, maxTurns, providerSettings, resolveEnv, serverToken, storeEnv, storeLabel } from "./Env.js"
 import { nodeIo } from "./Io.js"
 import * as Layers from "./Layers.js"
+import { readImage } from "./Images.js"
 import { listMcpServers } from "./McpCommand.js"
 import { recordedTask } from "./ReplayCommand.js"
 import { runTask } from "./RunCommand.js"
@@ -17,6 +19,7 @@ import { parseConversationId } from "./SelectConversation.js"
 import type { ServeCommandOptions } from "./ServeCommand.js"
 import { exportSession, forkSession, listSessions, showSession } from "./SessionsCommand.js"
 import type { WebCommandOptions } from "./WebCommand.js"
+import { showUsage } from "./UsageCommand.js"
 
 /**
  * The body of every `baton` command: resolve where it runs, provide its layers from Layers.ts, run
@@ -55,12 +58,24 @@ const readPrompt = (words: ReadonlyArray<string>) =>
     return words.length === 1 && words[0] === "-" ? Fs.readFileSync(0, "utf8") : words.join(" ")
   })
 
-export const run = Effect.fn("Commands.run")(function*(args: CommonArgs, options: { readonly json: boolean; readonly prompt: ReadonlyArray<string> }) {
+export const run = Effect.fn("Commands.run")(function*(
+  args: CommonArgs,
+  options: { readonly json: boolean; readonly prompt: ReadonlyArray<string>; readonly images?: ReadonlyArray<string> }
+) {
   const io = nodeIo()
-  const prompt = yield* readPrompt(options.prompt)
+  const resuming = options.prompt.length === 0
+  if (resuming && !args.continue && args.conversation === undefined) {
+    return yield* new ConfigError({
+      source: "command line",
+      field: "prompt",
+      message: "a prompt is needed (without one, `baton run --continue` or `--conversation ID` resumes the calls left waiting)"
+    })
+  }
+  const prompt = resuming ? [] : [yield* readPrompt(options.prompt)]
+  const images = yield* Effect.forEach(options.images ?? [], (file) => readImage(file, io.cwd()))
   const env = yield* resolveEnv(args, io.cwd())
   const model = yield* Layers.model(env)
-  yield* runTask(io, { env, prompt: [prompt], json: options.json }).pipe(Effect.scoped, Effect.provide(Layers.task(env, model.layer)))
+  yield* runTask(io, { env, prompt, json: options.json, images }).pipe(Effect.scoped, Effect.provide(Layers.task(env, model.layer)))
 })
 
 export const chat = Effect.fn("Commands.chat")(function*(args: CommonArgs) {
@@ -68,7 +83,7 @@ export const chat = Effect.fn("Commands.chat")(function*(args: CommonArgs) {
   const env = yield* resolveEnv(args, io.cwd())
   const model = yield* Layers.model(env)
   const { chat: chatProgram } = yield* chatCommand
-  yield* chatProgram(io, env, model.describe).pipe(Effect.scoped, Effect.provide(Layers.task(env, model.layer)))
+  yield* chatProgram(io, env, model.describe, model.credentials).pipe(Effect.scoped, Effect.provide(Layers.task(env, model.layer)))
 })
 
 export const replay = Effect.fn("Commands.replay")(function*(args: CommonArgs, options: { readonly json: boolean; readonly cassette: string }) {
@@ -143,6 +158,27 @@ export const mcpList = Effect.fn("Commands.mcpList")(function*(args: CommonArgs,
   const io = nodeIo()
   const env = yield* resolveEnv(args, io.cwd())
   yield* listMcpServers(io, options).pipe(Effect.provide(Layers.mcpClients(env)))
+})
+
+export const usage = Effect.fn("Commands.usage")(function*(
+  args: CommonArgs,
+  options: { readonly json: boolean; readonly conversation: string | undefined; readonly since: string | undefined }
+) {
+  const io = nodeIo()
+  const since = options.since === undefined ? undefined : parseSinceDate(options.since)
+  if (options.since !== undefined && since === undefined) {
+    return yield* new ConfigError({ source: "command line", field: "--since", message: `--since takes a date, YYYY-MM-DD (got "${options.since}")` })
+  }
+  const conversationId = options.conversation === undefined ? undefined : yield* parseConversationId(options.conversation)
+  // The settings (for `pricing`) of the home and the current directory, as a task command reads them.
+  const env = yield* resolveEnv(args, io.cwd())
+  const pricing = env.settings.file.pricing
+  yield* showUsage(io, {
+    json: options.json,
+    ...(conversationId !== undefined ? { conversationId } : {}),
+    ...(since !== undefined ? { since } : {}),
+    ...(pricing !== undefined ? { pricing } : {})
+  }).pipe(Effect.provide(Layers.backend(env)))
 })
 
 export const sessionsList = Effect.fn("Commands.sessionsList")(function*(

@@ -66,7 +66,13 @@ const PROVIDER_HELP = [
 export const providerSettings = (env: AppEnv): Effect.Effect<ProviderSettings, ConfigError> =>
   resolveProviderSettings(
     { provider: env.args.provider, model: env.args.model, baseUrl: env.args.baseUrl },
-    { provider: env.settings.file.provider, model: env.settings.file.model, baseUrl: env.settings.file.baseUrl }
+    {
+      provider: env.settings.file.provider,
+      model: env.settings.file.model,
+      baseUrl: env.settings.file.baseUrl,
+      apiKeyHelper: env.settings.file.apiKeyHelper,
+      helperCwd: env.workspace
+    }
   ).pipe(Effect.mapError((e) => new ConfigError({ ...e, message: `${e.message}\n${PROVIDER_HELP}` })))
 
 export const describeProvider = (settings: ProviderSettings): string =>

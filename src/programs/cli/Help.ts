@@ -18,6 +18,7 @@ ${b("Usage")}
   baton sessions show <id>         a conversation's history             ${d("(--json)")}
   baton sessions export <id>       its trace as trace_001.jsonl, …      ${d("(--out DIR)")}
   baton sessions fork <id>         a new conversation from its context  ${d("(--at N, --json)")}
+  baton usage                      tokens and cost per conversation and model ${d("(--json, --conversation ID, --since YYYY-MM-DD)")}
   baton mcp list                   the workspace's MCP servers and their tools ${d("(--json)")}
   baton serve                      host conversations over HTTP + SSE   ${d("(--host, --port, --token)")}
   baton web                        a live page for this workspace: approve, steer, stop ${d("(--port, --host, --token)")}
@@ -33,12 +34,13 @@ ${b("Options")} ${d("(run, chat, replay)")}
   --conversation ID     continue that conversation
   --approve MODE        calls the rules leave open: ask | allow | deny
                         ${d("(chat asks; run denies unless told; nothing is approved by a prompt when stdin is not a terminal)")}
+  --image FILE          attach an image to run's prompt (repeatable; @file.png in chat)
   --max-turns N         stop a task after N model turns
   --home DIR            conversations and settings.json                      ${d("BATON_HOME, default ~/.baton")}
   --server URL          use a \`baton serve\` backend instead of the local one   ${d("BATON_TOKEN for its token")}
 
 ${b("Keys")} come only from the environment: BATON_API_KEY, or OPENAI_API_KEY / ANTHROPIC_API_KEY
-(each sent only to its own vendor's hosts). Settings: $BATON_HOME/settings.json, <workspace>/.baton/settings.json;
+(each sent only to its own vendor's hosts), or settings apiKeyHelper (a command printing the key). Settings: $BATON_HOME/settings.json, <workspace>/.baton/settings.json;
 MCP servers also from <workspace>/.mcp.json.
 Exit codes: 0 done · 1 failed · 2 usage or configuration · 3 authentication · 130 interrupted.
 

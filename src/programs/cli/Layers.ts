@@ -8,6 +8,7 @@ import type { Backend } from "../../services/Backend.js"
 import { layerNone as noMcpServers, type McpClients } from "../../services/McpClients.js"
 import { Provider } from "../../services/Provider.js"
 import { layerFromSettings } from "../../services/provider/Config.js"
+import type { Credentials } from "../../services/provider/Credentials.js"
 import { layerSqlite, type SqliteOptions } from "../../services/store/Sqlite.js"
 import type { Store } from "../../services/Store.js"
 import type { ToolExecutor } from "../../services/ToolExecutor.js"
@@ -32,6 +33,8 @@ import { VERSION } from "./Version.js"
 export interface Model {
   readonly layer: Layer.Layer<Provider, ConfigError>
   readonly describe: string
+  /** The key a live model in this process sends (chat's auth lock re-reads it, `/key` sets it). */
+  readonly credentials?: Credentials
 }
 
 /** For commands that make no model calls (reading conversations, a `--server` client): a call would be a bug. */
@@ -43,7 +46,11 @@ export const noModel: Layer.Layer<Provider> = Layer.succeed(Provider, Provider.o
 export const model = (env: AppEnv): Effect.Effect<Model, ConfigError> =>
   env.args.server !== undefined
     ? Effect.succeed({ layer: noModel, describe: `the server at ${env.args.server}` })
-    : Effect.map(providerSettings(env), (settings) => ({ layer: layerFromSettings(settings), describe: describeProvider(settings) }))
+    : Effect.map(providerSettings(env), (settings) => ({
+      layer: layerFromSettings(settings),
+      describe: describeProvider(settings),
+      ...(settings.kind !== "replay" && settings.live.credentials !== undefined ? { credentials: settings.live.credentials } : {})
+    }))
 
 /** A recorded model: the cassette's responses, matched by what the model was sent. */
 export const replay = (cassette: string): Layer.Layer<Provider, ConfigError> => layerFromSettings({ kind: "replay", cassette })
@@ -161,7 +168,11 @@ export const server = (
     Effect.map(
       Effect.promise(() => import("../server/Server.js")),
       (server) =>
-        server.serve({ conversationDefaults: { system_prompt: DEFAULT_SYSTEM_PROMPT, ...conversationSettings(env) }, ...options }).pipe(
+        server.serve({
+          conversationDefaults: { system_prompt: DEFAULT_SYSTEM_PROMPT, ...conversationSettings(env) },
+          ...(env.settings.file.pricing !== undefined ? { pricing: env.settings.file.pricing } : {}),
+          ...options
+        }).pipe(
           Layer.provide(localBackend(env, provider))
         )
     )

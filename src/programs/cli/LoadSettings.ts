@@ -107,7 +107,8 @@ export const mergeSettings = (files: ReadonlyArray<SettingsFile>): Omit<LoadedSe
     ...acc,
     ...next,
     ...(acc.compaction !== undefined || next.compaction !== undefined ? { compaction: { ...acc.compaction, ...next.compaction } } : {}),
-    ...(acc.agents !== undefined || next.agents !== undefined ? { agents: { ...acc.agents, ...next.agents } } : {})
+    ...(acc.agents !== undefined || next.agents !== undefined ? { agents: { ...acc.agents, ...next.agents } } : {}),
+    ...(acc.pricing !== undefined || next.pricing !== undefined ? { pricing: { ...acc.pricing, ...next.pricing } } : {})
   }), {})
   const { mcpServers: _servers, permissions: _ignored, ...rest } = file
   const perms = files.map((f) => f.permissions)

@@ -3,7 +3,8 @@ import * as Fiber from "effect/Fiber"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import type { ConversationSettingsInput } from "../../domain/Conversation.js"
-import type { BackendError, ConfigError } from "../../domain/Errors.js"
+import { type BackendError, ConfigError } from "../../domain/Errors.js"
+import type { ImagePart } from "../../domain/Messages.js"
 import type { Backend } from "../../services/Backend.js"
 import { McpClients } from "../../services/McpClients.js"
 import type { ToolExecutor } from "../../services/ToolExecutor.js"
@@ -27,6 +28,8 @@ export interface TaskRequest {
   readonly view?: Partial<ViewOptions>
   /** false: the model is not offered `Task` (a replay of a recording made without it). */
   readonly subagents?: boolean
+  /** Attached to the prompt (`--image FILE`). */
+  readonly images?: ReadonlyArray<ImagePart>
 }
 
 /**
@@ -62,12 +65,32 @@ export const runTask: (io: Io, request: TaskRequest) => Effect.Effect<
     settings: { ...conversationSettings(env), ...request.settings }
   })
   const turns = maxTurns(env)
+  const leftOver = new Map((yield* session.pendingApprovals).map((call) => [call.tool_call_id, call] as const))
+  if (request.prompt.length === 0 && leftOver.size === 0) {
+    return yield* new ConfigError({
+      source: "command line",
+      field: "prompt",
+      message: `nothing is waiting in conversation ${session.conversationId}: give a prompt to continue it`
+    })
+  }
   let outcome: Outcome = undefined
-  const consumer = yield* session.run(request.prompt, turns !== undefined ? { maxTurns: turns } : {}).pipe(
+  const consumer = yield* session.run(request.prompt, {
+    ...(turns !== undefined ? { maxTurns: turns } : {}),
+    ...(request.images !== undefined && request.images.length > 0 ? { images: request.images } : {})
+  }).pipe(
     Stream.runForEachChunk((events) =>
       Effect.sync(() => {
         for (const event of events) outcome = stepOutcome(outcome, event)
         printer.print(events)
+        for (const event of events) {
+          const call = event.type === "approval_decision" && event.decision === "deny" ? leftOver.get(event.tool_call_id) : undefined
+          // Even with --json (stderr is not the event stream): a left-over call denied must not pass unnoticed.
+          if (call !== undefined && event.type === "approval_decision") {
+            io.err(`${style.yellow(`baton: the call left waiting by an earlier process, ${call.name} (${call.tool_call_id}), was denied: ${
+              event.source === "default" && approval.note !== undefined ? approval.note : event.reason ?? "no reason given"
+            }`)}\n`)
+          }
+        }
       })
     ),
     Effect.ensuring(Effect.sync(() => printer.finish())),

@@ -5,6 +5,7 @@ import { Effect, Layer, ParseResult, Schema } from "effect"
 import { Conversation, type ConversationSettingsInput } from "../../domain/Conversation.js"
 import { InvalidInput } from "../../domain/Errors.js"
 import type { RunId } from "../../domain/Ids.js"
+import type { Pricing } from "../../domain/Usage.js"
 import { Backend } from "../../services/Backend.js"
 import { BatonApi, CarryOverJson, CreateConversationJson, ForkJson } from "../../services/backend/HttpApi.js"
 import { type SseOptions, sseResponse, type Track } from "./Sse.js"
@@ -16,6 +17,8 @@ export interface HandlerContext {
   readonly defaults: ConversationSettingsInput
   /** Called with the first chunk of every run started here, so shutdown can wait for it. */
   readonly track: Track
+  /** The server's settings `pricing`, for `GET /v1/usage`. */
+  readonly pricing?: Pricing
 }
 
 /**
@@ -81,6 +84,8 @@ const conversations = (context: HandlerContext) => HttpApiBuilder.group(BatonApi
           const fork = yield* backend.fork(path.id, payload)
           return HttpServerResponse.unsafeJson(yield* Effect.orDie(Schema.encode(Conversation)(fork)), { status: 201 })
         }))
+      .handle("steer", ({ path, payload }) => backend.steer(path.id, payload.text))
+      .handle("takeSteering", ({ path }) => backend.takeSteering(path.id))
       .handle("trace", ({ path }) => backend.exportTrace(path.id, path.segment))))
 
 const runs = (context: HandlerContext) =>
@@ -95,8 +100,18 @@ const runs = (context: HandlerContext) =>
         .handleRaw("cancel", ({ path, request }) =>
           Effect.flatMap(optionalBody(request, "carry-over", decodeCarryOver, {}), (carryOver) => backend.cancel(path.id, carryOver)))))
 
+const usage = (context: HandlerContext) =>
+  HttpApiBuilder.group(BatonApi, "usage", (handlers) =>
+    Effect.map(Backend, (backend) =>
+      handlers.handle("usage", ({ urlParams }) =>
+        backend.usage({
+          ...(urlParams.conversation !== undefined ? { conversationId: urlParams.conversation } : {}),
+          ...(urlParams.since !== undefined ? { since: urlParams.since } : {}),
+          ...(context.pricing !== undefined ? { pricing: context.pricing } : {})
+        }))))
+
 const health = HttpApiBuilder.group(BatonApi, "health", (handlers) =>
   Effect.succeed(handlers.handle("healthz", () => Effect.succeed({ status: "ok" as const }))))
 
 /** Every endpoint's handler: thin calls into the Backend service. */
-export const handlersLayer = (context: HandlerContext) => Layer.mergeAll(conversations(context), runs(context), health)
+export const handlersLayer = (context: HandlerContext) => Layer.mergeAll(conversations(context), runs(context), usage(context), health)

@@ -9,6 +9,7 @@ import { noParentSpan } from "../../domain/Telemetry.js"
 import { Backend } from "../../services/Backend.js"
 import { BatonApi } from "../../services/backend/HttpApi.js"
 import { DEFAULT_MAX_BODY_BYTES, gateLayer, isLoopbackHost } from "./Auth.js"
+import type { Pricing } from "../../domain/Usage.js"
 import { handlersLayer } from "./Handlers.js"
 import type { StreamEnd } from "./Sse.js"
 import { realClock } from "../../services/RealClock.js"
@@ -40,6 +41,8 @@ export interface ServeOptions {
   readonly maxBodyBytes?: number
   /** What `POST /v1/conversations` without settings creates (default: the schema's defaults). */
   readonly conversationDefaults?: ConversationSettingsInput
+  /** Settings `pricing`, for the cost in `GET /v1/usage`. */
+  readonly pricing?: Pricing
 }
 
 /** Why `baton serve` could not start; `message` is meant for the user as it is. */
@@ -135,7 +138,8 @@ const make = Effect.fn("Server.make")(function*(options: ServeOptions) {
       Layer.provide(handlersLayer({
         sse: { heartbeatMs: options.heartbeatMs ?? 15_000, closing: Deferred.await(closing) },
         defaults: options.conversationDefaults ?? {},
-        track
+        track,
+        ...(options.pricing !== undefined ? { pricing: options.pricing } : {})
       }))
     )),
     Layer.provide(NodeHttpServer.layer(() => nodeServer, { host, port })),

@@ -5,9 +5,7 @@ import type { RunId } from "../../domain/Ids.js"
 import type { ToolReturn } from "../../domain/Messages.js"
 import { turnBudgets } from "../../domain/Recovery.js"
 import { retry } from "../../domain/RecoverySchedule.js"
-import type { Backend } from "../../services/Backend.js"
 import type { TaskDeps } from "./Task.js"
-import type { TaskProgress } from "./TaskProgress.js"
 import { withToolBatch } from "./ToolBatch.js"
 
 /**
@@ -40,11 +38,11 @@ export const pendingCalls = Effect.fn("Resume.pendingCalls")(function*(deps: Tas
  * follow), end it at once.
  */
 export const followRun = Effect.fn("Resume.followRun")(function*(
-  backend: Backend["Type"],
-  progress: Ref.Ref<TaskProgress>,
+  deps: Pick<TaskDeps, "backend" | "progress" | "emit" | "wait">,
   chunks: Stream.Stream<Chunk, BackendError>,
   read: (chunks: Stream.Stream<Chunk, BackendError>) => Effect.Effect<Option.Option<StopReasonValue>, BackendError>
 ) {
+  const { backend, progress } = deps
   // Where the next attempt reads from: the run's own stream, then the run followed after a seq.
   const resumeAt = yield* Ref.make(Option.none<{ readonly runId: RunId; readonly after: number }>())
   const attempt = Effect.gen(function*() {
@@ -62,6 +60,12 @@ export const followRun = Effect.fn("Resume.followRun")(function*(
     yield* Ref.set(resumeAt, Option.some({ runId, after: lastSeq }))
     return yield* Effect.fail(broken)
   })
-  const outcome = yield* retry(attempt, { budgets: turnBudgets, orElse: (broken) => Effect.succeed(Either.left(broken)) })
+  const outcome = yield* retry(attempt, {
+    budgets: turnBudgets,
+    // The wait before following again is the client's own: shown as a `wait` event, and skippable.
+    announce: (_, delayMs) => deps.emit([{ type: "wait", reason: "stream_reconnect", retry_in_ms: delayMs }]),
+    wait: deps.wait,
+    orElse: (broken) => Effect.succeed(Either.left(broken))
+  })
   return yield* outcome
 })

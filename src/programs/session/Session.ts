@@ -5,9 +5,10 @@ import type { BackendError } from "../../domain/Errors.js"
 import { InvalidInput } from "../../domain/Errors.js"
 import type { ApprovalDecision, TaskEvent } from "../../domain/Events.js"
 import { type ConversationId, Otid } from "../../domain/Ids.js"
-import type { ToolReturn, UserMessage } from "../../domain/Messages.js"
+import type { ImagePart, ToolCall, ToolReturn, UserMessage } from "../../domain/Messages.js"
 import { parseRules } from "../../domain/Permissions.js"
 import type { ThinkingLevel } from "../../domain/ProviderEvent.js"
+import { skippableWait } from "../../domain/RecoverySchedule.js"
 import { DEFAULT_MAX_TURNS, emptyRules, type PermissionRules } from "../../domain/Settings.js"
 import type { Compactability } from "../../domain/Compaction.js"
 import { Backend } from "../../services/Backend.js"
@@ -56,6 +57,8 @@ export interface RunOptions {
   readonly approver?: Approver
   readonly maxTurns?: number
   readonly thinking?: ThinkingLevel
+  /** Images attached to the prompt (its last text). */
+  readonly images?: ReadonlyArray<ImagePart>
 }
 
 /**
@@ -74,6 +77,11 @@ export interface Session {
   /** The last few messages, for a resumed screen. */
   readonly backfill: ReturnType<Backend["Type"]["backfill"]>
   readonly isRunning: Effect.Effect<boolean>
+  /**
+   * Calls a dead process left waiting for a result. A relaunched client shows them (their approval
+   * question) at once with `run([])`, which resumes them and finishes the task.
+   */
+  readonly pendingApprovals: Effect.Effect<ReadonlyArray<ToolCall>, SessionError>
   /** Manual compaction (`/compact`): the conversation's one active job while it runs. */
   readonly compact: Stream.Stream<TaskEvent, SessionError>
   readonly compactability: Effect.Effect<Compactability, SessionError>
@@ -160,7 +168,16 @@ export const open = Effect.fn("Session.open")(function*(config: SessionConfig = 
   const approvals = yield* Effect.makeSemaphore(1)
   const oneAtATime = (approver: Approver | undefined): Approver | undefined =>
     approver === undefined ? undefined : (request) => approvals.withPermits(1)(approver(request))
-  const steering = yield* Ref.make<Option.Option<ReadonlyArray<string>>>(Option.none())
+  // Whether a task takes steering now; the queue itself is the backend's (Backend.steer).
+  const steering = yield* Ref.make(false)
+  // A steer is checked and queued, and the queue closed and taken, one at a time: none falls between.
+  const steerLock = yield* Effect.makeSemaphore(1)
+  const takeSteering = backend.takeSteering(conversation.id).pipe(
+    Effect.catchAll((error) =>
+      Effect.as(Effect.logWarning(`could not take the steering held for ${conversation.id}: ${error.message}`), [] as ReadonlyArray<UserMessage>))
+  )
+  // The task's own waits (busy, a broken stream), cut short by skipReconnectWait like the backend's.
+  const skip = yield* Ref.make(yield* Deferred.make<void>())
   // Cancels outlive the task that started them; closing the session waits for them, never drops them.
   const cancels = yield* FiberSet.make()
   yield* Effect.addFinalizer(() => FiberSet.awaitEmpty(cancels))
@@ -173,8 +190,14 @@ export const open = Effect.fn("Session.open")(function*(config: SessionConfig = 
         // Bounded: a reader that stops reading holds the task back (the run itself goes on in the backend).
         const out = yield* Mailbox.make<TaskEvent, SessionError>({ capacity: TASK_BUFFER })
         const texts = typeof prompt === "string" ? [prompt] : prompt
-        const messages = yield* Effect.forEach(texts, (content) =>
-          Effect.map(newOtid, (otid): UserMessage => ({ type: "user_message", content, otid })))
+        const images = options?.images ?? []
+        const messages = yield* Effect.forEach(texts, (content, i) =>
+          Effect.map(newOtid, (otid): UserMessage => ({
+            type: "user_message",
+            content,
+            otid,
+            ...(i === texts.length - 1 && images.length > 0 ? { images } : {})
+          })))
         const approver = oneAtATime(options?.approver ?? config.approver)
         const maxTurns = options?.maxTurns ?? DEFAULT_MAX_TURNS
         const emit = (events: ReadonlyArray<TaskEvent>) => Effect.asVoid(out.offerAll(events))
@@ -206,13 +229,14 @@ export const open = Effect.fn("Session.open")(function*(config: SessionConfig = 
           emit,
           commit: (result, decision) => commitResult(backend, conversation.id, result, decision),
           otid: newOtid,
+          wait: skippableWait(skip),
           progress: yield* Ref.make(TaskProgress.initial),
           batch: yield* Ref.make(Option.none<ToolBatch>()),
-          drainSteering: Ref.modify(steering, (queue) => [Option.getOrElse(queue, () => []), Option.map(queue, () => [])]),
-          drainOrClose: Ref.modify(steering, (queue): [ReadonlyArray<string>, Option.Option<ReadonlyArray<string>>] => {
-            const texts = Option.getOrElse(queue, () => [])
-            return texts.length === 0 ? [[], Option.none()] : [texts, Option.some([])]
-          })
+          drainOrClose: steerLock.withPermits(1)(Effect.gen(function*() {
+            const held = yield* takeSteering
+            if (held.length === 0) yield* Ref.set(steering, false)
+            return held
+          }))
         }
         const task = deps.emit(messages).pipe(
           Effect.zipRight(runTask(deps, messages)),
@@ -228,7 +252,11 @@ export const open = Effect.fn("Session.open")(function*(config: SessionConfig = 
         const go = yield* Deferred.make<void>()
         const claim = FiberHandle.run(
           current,
-          Deferred.await(go).pipe(Effect.zipRight(task), Effect.ensuring(Ref.set(steering, Option.none()))),
+          // The queue is dropped when the task exits: steering is for the task it was typed into.
+          Deferred.await(go).pipe(
+            Effect.zipRight(task),
+            Effect.ensuring(steerLock.withPermits(1)(Effect.zipRight(Ref.set(steering, false), takeSteering)))
+          ),
           { onlyIfMissing: true }
         )
         // Owned by this stream's scope before anything can interrupt us: a fiber left waiting would hold the session.
@@ -236,7 +264,7 @@ export const open = Effect.fn("Session.open")(function*(config: SessionConfig = 
         if (Option.getOrUndefined(yield* Effect.option(FiberHandle.get(current))) !== fiber) {
           return yield* new InvalidInput({ message: "a task is already running in this session; steer it or interrupt it" })
         }
-        yield* Ref.set(steering, Option.some([]))
+        yield* Ref.set(steering, true)
         // The stream ends once the task has left `current`, so isRunning is already false for its reader.
         yield* Fiber.await(fiber).pipe(
           Effect.flatMap((exit) => (Exit.isFailure(exit) && !Exit.isInterrupted(exit) ? out.failCause(exit.cause) : out.end)),
@@ -251,12 +279,22 @@ export const open = Effect.fn("Session.open")(function*(config: SessionConfig = 
     conversationId: conversation.id,
     run,
     steer: Effect.fn("Session.steer")(function*(text: string) {
-      return yield* Ref.modify(steering, (queue) => Option.isSome(queue) ? [true, Option.some([...queue.value, text])] : [false, queue])
+      return yield* steerLock.withPermits(1)(Effect.gen(function*() {
+        if (!(yield* Ref.get(steering))) return false
+        return yield* backend.steer(conversation.id, text).pipe(
+          Effect.as(true),
+          Effect.catchAll((error) => Effect.as(Effect.logWarning(`could not steer: ${error.message}`), false))
+        )
+      }))
     }),
     interrupt: FiberHandle.clear(current),
-    skipReconnectWait: backend.skipReconnectWait(conversation.id),
+    skipReconnectWait: Effect.zipRight(
+      Effect.flatMap(Ref.get(skip), (signal) => Deferred.succeed(signal, undefined)),
+      backend.skipReconnectWait(conversation.id)
+    ),
     backfill: backend.backfill(conversation.id),
     isRunning: Effect.isSuccess(FiberHandle.get(current)),
+    pendingApprovals: Effect.suspend(() => backend.pendingApprovals(conversation.id)),
     compact: backend.compact(conversation.id, "manual"),
     compactability: backend.compactability(conversation.id),
     generateTitle: backend.generateTitle(conversation.id)

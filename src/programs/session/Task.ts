@@ -8,7 +8,7 @@ import type { ThinkingLevel } from "../../domain/ProviderEvent.js"
 import { type Budgets, turnBudgets } from "../../domain/Recovery.js"
 import { retry } from "../../domain/RecoverySchedule.js"
 import { ATTR, SPAN, spanOptions, withOutcomeSpan } from "../../domain/Telemetry.js"
-import { STALE_APPROVAL_REASON, steeringText, turnAbortedText } from "../../domain/Tags.js"
+import { STALE_APPROVAL_REASON, turnAbortedText } from "../../domain/Tags.js"
 import type { Backend } from "../../services/Backend.js"
 import { followRun, pendingCalls } from "./Resume.js"
 import * as TaskProgress from "./TaskProgress.js"
@@ -24,13 +24,14 @@ export interface TaskDeps extends BatchDeps {
   readonly progress: Ref.Ref<TaskProgress.TaskProgress>
   /** The latest run's batch (kept after its run: its results are unsent until the next run). */
   readonly batch: Ref.Ref<Option.Option<ToolBatch>>
-  /** Takes every queued steering text (the queue is then empty). */
-  readonly drainSteering: Effect.Effect<ReadonlyArray<string>>
   /**
-   * At the end of a turn: takes the queued texts, or — when there are none — closes the queue in the
-   * same step, so a steer that comes later returns false instead of being silently dropped.
+   * At the end of a turn: closes the steering queue (a steer that comes later returns false instead
+   * of being silently dropped) and takes what the backend still holds (no request drained it yet).
+   * Steering itself is held and drained by the backend, at every input assembly.
    */
-  readonly drainOrClose: Effect.Effect<ReadonlyArray<string>>
+  readonly drainOrClose: Effect.Effect<ReadonlyArray<UserMessage>>
+  /** The client's own waits (a busy conversation, a broken stream): ended early by skipReconnectWait. */
+  readonly wait: (delayMs: number) => Effect.Effect<void>
 }
 
 /** The task's next run: what it sends, and which turn it is. */
@@ -71,13 +72,6 @@ const taskBudgets: Budgets = {
   invalidSummaryRetries: 0,
   storeBusyRetries: 0
 }
-
-const asMessages = (deps: TaskDeps, texts: ReadonlyArray<string>) =>
-  Effect.forEach(texts, (text) => Effect.map(deps.otid, (otid): UserMessage => ({ type: "user_message", content: steeringText(text), otid })))
-
-/** Steering queued since the last input assembly, shown and sent as user texts. */
-const steering = (deps: TaskDeps) =>
-  Effect.flatMap(deps.drainSteering, (texts) => Effect.tap(asMessages(deps, texts), deps.emit))
 
 /**
  * Reads one stream of a run into the task, a batch (what one read brought) at a time: forwards its
@@ -127,7 +121,7 @@ const sendRun = Effect.fn("Task.sendRun")(function*(deps: TaskDeps, run: NextRun
         events: run.events,
         ...(deps.thinking !== undefined ? { thinking: deps.thinking } : {})
       })
-      const stop = yield* followRun(deps.backend, deps.progress, chunks, readRun(deps, batch))
+      const stop = yield* followRun(deps, chunks, readRun(deps, batch))
       const calls = yield* batch.calls
       const results = stop === "requires_approval" || calls.length > 0 ? yield* batch.settle : []
       return { stop, calls, results, decisions: yield* batch.uncommittedDecisions } satisfies RunEnd
@@ -139,8 +133,7 @@ const afterRun = (deps: TaskDeps, run: NextRun, end: RunEnd): Effect.Effect<Eith
   Effect.gen(function*() {
     if (end.stop === "requires_approval") {
       if (run.turn >= deps.maxTurns) return Either.right({ carryOver: { results: end.results, events: end.decisions }, maxTurns: true })
-      const steered = yield* steering(deps)
-      return Either.left({ input: [...end.results, ...steered], events: end.decisions, turn: run.turn + 1, closeStale: false })
+      return Either.left({ input: end.results, events: end.decisions, turn: run.turn + 1, closeStale: false })
     }
     if (end.calls.length > 0) {
       // Calls a failed request issued may have run already; tell the model what they did.
@@ -153,13 +146,12 @@ const afterRun = (deps: TaskDeps, run: NextRun, end: RunEnd): Effect.Effect<Eith
       return Either.right({ carryOver: { results: end.results, turnAborted: text, events: end.decisions }, maxTurns: false })
     }
     if (end.stop !== "end_turn") return Either.right({ maxTurns: false })
-    const more = yield* Effect.flatMap(deps.drainOrClose, (texts) => asMessages(deps, texts))
+    const more = yield* deps.drainOrClose
     if (more.length === 0) return Either.right({ maxTurns: false })
     if (run.turn >= deps.maxTurns) return Either.right({ maxTurns: true })
     // Steering that arrived as the model finished continues the task instead of ending it.
     yield* deps.emit(more)
-    const steered = yield* steering(deps)
-    return Either.left({ input: [...more, ...steered], events: [], turn: run.turn + 1, closeStale: false })
+    return Either.left({ input: more, events: [], turn: run.turn + 1, closeStale: false })
   })
 
 /** Closes the approvals the backend holds pending with Letta's desync denial, and sends those instead of the old results. */
@@ -203,9 +195,8 @@ const turns = (deps: TaskDeps, next: Ref.Ref<NextRun>) =>
  */
 export const runTask = Effect.fn("Task.run")(function*(deps: TaskDeps, prompt: ReadonlyArray<UserMessage>) {
   const resumed = yield* pendingCalls(deps)
-  const steered = yield* steering(deps)
   const next = yield* Ref.make<NextRun>({
-    input: [...resumed.results, ...prompt, ...steered],
+    input: [...resumed.results, ...prompt],
     events: resumed.decisions,
     turn: 1,
     closeStale: false
@@ -213,6 +204,9 @@ export const runTask = Effect.fn("Task.run")(function*(deps: TaskDeps, prompt: R
   // A retry sends `next` again: the failed run's input, or the stale approvals' denials instead.
   const ending = yield* retry(turns(deps, next), {
     budgets: taskBudgets,
+    announce: (step, delayMs) =>
+      step.decision._tag === "WaitBusy" ? deps.emit([{ type: "wait", reason: "busy", retry_in_ms: delayMs }]) : Effect.void,
+    wait: deps.wait,
     prepare: (step) =>
       step.decision._tag === "ResolveStaleApproval" ? Ref.update(next, (run) => ({ ...run, closeStale: true })) : Effect.void,
     orElse: (failure) => Effect.fail(failure)

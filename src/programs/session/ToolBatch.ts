@@ -114,7 +114,11 @@ export const makeToolBatch = Effect.fn("ToolBatch.make")(function*(deps: BatchDe
 
   const add = Effect.fn("ToolBatch.add")(function*(call: ToolCall) {
     const slot: Slot = { call, result: yield* Deferred.make<ToolReturn>(), committed: yield* Deferred.make<boolean>() }
-    yield* Ref.update(slots, (all) => [...all, slot])
+    // A call already in the batch (a stream that repeated its approval request, Letta seed §7.2) is
+    // asked and run once, and answered once: a second result would fail the next input.
+    const fresh = yield* Ref.modify(slots, (all) =>
+      all.some((s) => s.call.tool_call_id === call.tool_call_id) ? [false, all] : [true, [...all, slot]])
+    if (!fresh) return yield* Effect.logDebug(`tool call ${call.tool_call_id} came again; it is handled once`)
     yield* Queue.offer(arrivals, slot)
   })
 

@@ -106,7 +106,7 @@ const shown = (items: ReadonlyArray<StoredItem>) => items.filter((i) => i.inTrac
 const event = (e: TaskEvent) => ({
   kind: "event" as const,
   data: encodeEventJson(e),
-  wait: (e.type === "request_end" && e.status === "retrying" && e.retry_in_ms !== undefined) || (e.type as string) === "wait"
+  wait: (e.type === "request_end" && e.status === "retrying" && e.retry_in_ms !== undefined) || e.type === "wait"
 })
 
 /** The auth stop in a batch of task events, if there is one. */

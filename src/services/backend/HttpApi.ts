@@ -7,8 +7,9 @@ import { Schema, SchemaAST as AST } from "effect"
 import { Conversation, ConversationSettings, ParentLink } from "../../domain/Conversation.js"
 import { ApprovalDecision, CompactionReason, TaskEvent } from "../../domain/Events.js"
 import { ConversationId, MessageId, RunId } from "../../domain/Ids.js"
-import { InputMessage, ToolCall, ToolReturn } from "../../domain/Messages.js"
+import { InputMessage, ToolCall, ToolReturn, UserMessage } from "../../domain/Messages.js"
 import { ThinkingLevel } from "../../domain/ProviderEvent.js"
+import { UsageReport } from "../../domain/Usage.js"
 import {
   ApprovalPendingJson,
   ConversationBusyJson,
@@ -154,7 +155,7 @@ const conversations = HttpApiGroup.make("conversations")
   .add(
     HttpApiEndpoint.get("compactability", "/v1/conversations/:id/compactability")
       .setPath(ConversationPath)
-      .addSuccess(Schema.Struct({ compactability: Schema.Literal("ok", "unsupported", "empty", "just_compacted") }))
+      .addSuccess(Schema.Struct({ compactability: Schema.Literal("ok", "busy", "unsupported", "empty", "just_compacted") }))
   )
   .add(
     HttpApiEndpoint.post("generateTitle", "/v1/conversations/:id/title")
@@ -166,6 +167,17 @@ const conversations = HttpApiGroup.make("conversations")
       .setPath(ConversationPath)
       .setPayload(ForkJson)
       .addSuccess(ConversationJson, { status: 201 })
+  )
+  .add(
+    HttpApiEndpoint.post("steer", "/v1/conversations/:id/steering")
+      .setPath(ConversationPath)
+      .setPayload(strict(Schema.Struct({ text: Schema.String })))
+      .addSuccess(Schema.Void, { status: 204 })
+  )
+  .add(
+    HttpApiEndpoint.post("takeSteering", "/v1/conversations/:id/steering/take")
+      .setPath(ConversationPath)
+      .addSuccess(Schema.Array(UserMessage))
   )
   .add(
     HttpApiEndpoint.get("trace", "/v1/conversations/:id/trace/:segment")
@@ -194,6 +206,15 @@ const runs = HttpApiGroup.make("runs")
       .setHeaders(Schema.Struct({ "last-event-id": Schema.optionalWith(Schema.String, { exact: true }) }))
       .addSuccess(EventStream)
   )
+
+const usage = HttpApiGroup.make("usage").add(
+  HttpApiEndpoint.get("usage", "/v1/usage")
+    .setUrlParams(Schema.Struct({
+      conversation: Schema.optionalWith(ConversationId, { exact: true }),
+      since: Schema.optionalWith(NonNegativeInt.annotations({ description: "ms since the epoch" }), { exact: true })
+    }))
+    .addSuccess(UsageReport.annotations({ identifier: "UsageReport" }))
+)
 
 const health = HttpApiGroup.make("health").add(
   HttpApiEndpoint.get("healthz", "/healthz").addSuccess(Schema.Struct({ status: Schema.Literal("ok") }))
@@ -230,6 +251,7 @@ const documentProtocol = (spec: Json): Json => {
 export class BatonApi extends HttpApi.make("baton")
   .add(conversations)
   .add(runs)
+  .add(usage)
   .add(health)
   .addError(ConversationBusyJson)
   .addError(ApprovalPendingJson)

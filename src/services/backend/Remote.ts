@@ -161,6 +161,21 @@ export const makeBackendRemote = (options: RemoteOptions) =>
       fork: Effect.fn("BackendRemote.fork")(function*(id, opts) {
         return yield* call(client.conversations.fork({ path: { id }, payload: opts?.at === undefined ? {} : { at: opts.at } }))
       }),
+      steer: Effect.fn("BackendRemote.steer")(function*(id, text) {
+        return yield* call(client.conversations.steer({ path: { id }, payload: { text } }))
+      }),
+      takeSteering: Effect.fn("BackendRemote.takeSteering")(function*(id) {
+        return yield* call(client.conversations.takeSteering({ path: { id } }))
+      }),
+      // The server's pricing applies: the accounting is the server's.
+      usage: Effect.fn("BackendRemote.usage")(function*(query) {
+        return yield* call(client.usage.usage({
+          urlParams: {
+            ...(query?.conversationId !== undefined ? { conversation: query.conversationId } : {}),
+            ...(query?.since !== undefined ? { since: query.since } : {})
+          }
+        }))
+      }),
       exportTrace: Effect.fn("BackendRemote.exportTrace")(function*(id, segment) {
         return yield* call(client.conversations.trace({ path: { id, segment } }))
       })

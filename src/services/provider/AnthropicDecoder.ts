@@ -181,7 +181,8 @@ export const makeAnthropicDecoder = (options: { readonly secrets: ReadonlyArray<
         out.push(usageEvent({
           input: (usage.input_tokens ?? 0) + (usage.cache_creation_input_tokens ?? 0) + cacheRead,
           output: usage.output_tokens,
-          cached: cacheRead
+          cached: cacheRead,
+          cacheWrite: usage.cache_creation_input_tokens
         }))
         out.push(finishEvent(finishOf(stopReason, sawCalls)))
         return Either.right(step(out, true))

@@ -1,4 +1,5 @@
 import type { ProviderRequest, ThinkingLevel } from "../../domain/ProviderEvent.js"
+import type { ImagePart } from "../../domain/Messages.js"
 import { argumentsObject, type AssistantTurn, signedBy, toTurns, type Turn } from "./History.js"
 
 /** Anthropic Messages: the request body built from the domain history. */
@@ -16,6 +17,8 @@ const MIN_BUDGET = 1024
 const BUDGET: Record<Exclude<ThinkingLevel, "off">, number> = { low: 2048, medium: 8192, high: 16384 }
 
 type Block = Record<string, unknown>
+
+const imageBlock = (image: ImagePart): Block => ({ type: "image", source: { type: "base64", media_type: image.media_type, data: image.data } })
 interface WireMessage {
   role: "user" | "assistant"
   content: Array<Block>
@@ -52,10 +55,15 @@ const toMessages = (turns: ReadonlyArray<Turn>): Array<WireMessage> => {
           ...turn.returns.map((r) => ({
             type: "tool_result",
             tool_use_id: r.tool_call_id,
-            ...(r.content !== "" ? { content: r.content } : {}),
+            ...(r.images !== undefined && r.images.length > 0
+              ? { content: [...(r.content !== "" ? [{ type: "text", text: r.content }] : []), ...r.images.map(imageBlock)] }
+              : r.content !== ""
+              ? { content: r.content }
+              : {}),
             ...(r.status !== "success" ? { is_error: true } : {})
           })),
-          ...turn.texts.filter((t) => t !== "").map((text) => ({ type: "text", text }))
+          ...turn.texts.filter((t) => t !== "").map((text) => ({ type: "text", text })),
+          ...turn.images.map(imageBlock)
         ]
       }
     if (message.content.length === 0) continue

@@ -86,6 +86,7 @@ export const record = (inner: Provider["Type"], path: string) =>
         )
       ).pipe(Effect.orDie)
     return Provider.of({
+      ...(inner.model !== undefined ? { model: inner.model } : {}),
       stream: (request) =>
         Stream.suspend(() => {
           const events: Array<ProviderEvent> = []

@@ -6,6 +6,7 @@ import type { ProviderKind } from "../../domain/Settings.js"
 import { Provider, type ProviderInfo } from "../Provider.js"
 import * as ProviderAnthropic from "./Anthropic.js"
 import * as ProviderCassette from "./Cassette.js"
+import { makeCredentials, runHelper } from "./Credentials.js"
 import { DEFAULT_FIRST_BYTE_TIMEOUT_MS, DEFAULT_STALL_TIMEOUT_MS, type LiveSettings } from "./Http.js"
 import * as ProviderOpenAiChat from "./OpenAiChat.js"
 import * as ProviderOpenAiResponses from "./OpenAiResponses.js"
@@ -38,6 +39,9 @@ export interface ProviderOptions {
   readonly cassette?: string | undefined
   /** Live providers: also record every call to this cassette. */
   readonly recordTo?: string | undefined
+  /** A shell command whose stdout is the key (settings `apiKeyHelper`), run in `helperCwd`. */
+  readonly apiKeyHelper?: string | undefined
+  readonly helperCwd?: string | undefined
 }
 
 export type LiveKind = Exclude<ProviderKind, "replay">
@@ -120,10 +124,18 @@ export const resolveProviderSettings = (options: ProviderOptions = {}, defaults:
     const ownHost = vendor.host.test(url.hostname)
     const batonKey = yield* envKey("BATON_API_KEY")
     const vendorKey = ownHost ? yield* envKey(vendor.variable) : Option.none()
+    const helperCommand = options.apiKeyHelper ?? defaults.apiKeyHelper
+    const helper = helperCommand !== undefined && options.apiKey === undefined
+      ? { command: helperCommand, cwd: options.helperCwd ?? defaults.helperCwd ?? process.cwd() }
+      : undefined
+    const helperKey = helper !== undefined ? Option.some(yield* runHelper(helper.command, helper.cwd)) : Option.none()
     const apiKey = Option.orElse(
       Option.fromNullable(options.apiKey),
-      () => Option.orElse(batonKey, () => vendorKey)
+      () => Option.orElse(helperKey, () => Option.orElse(batonKey, () => vendorKey))
     )
+    const source = helper !== undefined
+      ? `the apiKeyHelper \`${helper.command}\``
+      : Option.isSome(batonKey) || Option.isNone(vendorKey) ? "BATON_API_KEY" : vendor.variable
     if (Option.isNone(apiKey) && needsKey(kind, url)) {
       const how = ownHost
         ? `set BATON_API_KEY or ${vendor.variable}`
@@ -144,7 +156,8 @@ export const resolveProviderSettings = (options: ProviderOptions = {}, defaults:
       model,
       baseUrl: rawUrl.replace(/\/+$/, ""),
       apiKey,
-      timeouts: { firstByteMs, stallMs }
+      timeouts: { firstByteMs, stallMs },
+      credentials: yield* makeCredentials({ initial: apiKey, source, ...(helper !== undefined ? { helper } : {}) })
     }
     const recordTo = Option.fromNullable(pick(options.recordTo, yield* env("BATON_RECORD_CASSETTE"), defaults.recordTo))
     return { kind, live, recordTo } satisfies ProviderSettings

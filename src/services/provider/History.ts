@@ -1,4 +1,4 @@
-import type { AssistantMessage, Message, ReasoningMessage, ToolCall, ToolReturn } from "../../domain/Messages.js"
+import type { AssistantMessage, ImagePart, Message, ReasoningMessage, ToolCall, ToolReturn } from "../../domain/Messages.js"
 
 /**
  * The provider-neutral shape of a model context, before any wire format: alternating assistant turns
@@ -25,7 +25,15 @@ export interface UserTurn {
   readonly _tag: "User"
   readonly returns: ReadonlyArray<ToolReturn>
   readonly texts: ReadonlyArray<string>
+  /** The user messages' attached images, in order (tool returns carry their own). */
+  readonly images: ReadonlyArray<ImagePart>
 }
+
+/** An image as a data URL (Chat Completions' image_url, Responses' input_image). */
+export const dataUrl = (image: ImagePart): string => `data:${image.media_type};base64,${image.data}`
+
+/** Introduces a tool's images where the wire format cannot put them in the tool result itself. */
+export const toolImagesText = (r: ToolReturn): string => `The images the ${r.tool_call_id} call returned:`
 
 export type Turn = AssistantTurn | UserTurn
 
@@ -74,16 +82,19 @@ export const toTurns = (
     }
     const returns: Array<ToolReturn> = []
     const texts: Array<string> = []
+    const images: Array<ImagePart> = []
     while (i < history.length && !isAssistantSide(history[i]!)) {
       const m = history[i++]!
       if (m.type === "tool_return") returns.push(m)
       else if (m.type === "user_message" || m.type === "summary_message") texts.push(m.content)
+      if (m.type === "user_message" && m.images !== undefined) images.push(...m.images)
     }
     const previous = turns.at(-1)
     turns.push({
       _tag: "User",
       returns: orderReturns(returns, previous?._tag === "Assistant" ? previous : undefined),
-      texts
+      texts,
+      images
     })
   }
   return turns

@@ -9,6 +9,7 @@ import { classifyFailure, errorObjectOf, parseJsonBody, retryAfterMs, sanitize, 
 import type { ProviderEvent, ProviderRequest } from "../../domain/ProviderEvent.js"
 import { Provider } from "../Provider.js"
 import { decodeSse, type SseEvent } from "../Sse.js"
+import type { Credentials } from "./Credentials.js"
 import { runDecoder, type Timeouts, type WireDecoder, withTimeouts } from "./WireDecoder.js"
 
 /** What every live layer needs; built by ProviderConfig from options and the environment. */
@@ -18,6 +19,8 @@ export interface LiveSettings {
   readonly baseUrl: string
   readonly apiKey: Option.Option<Redacted.Redacted<string>>
   readonly timeouts: Timeouts
+  /** When given, the key is read from here on every request (it replaces `apiKey`), and told when refused. */
+  readonly credentials?: Credentials
 }
 
 /**
@@ -145,19 +148,24 @@ export interface WireSpec {
 export const makeLive = (spec: WireSpec, settings: LiveSettings): Effect.Effect<Provider["Type"], never, HttpClient.HttpClient> =>
   Effect.map(HttpClient.HttpClient, (client) => {
     const url = `${settings.baseUrl}${spec.path}`
-    const headers = { "content-type": "application/json", ...spec.headers(settings.apiKey) }
-    const decoder = spec.decoder(secretsOf(settings.apiKey))
+    const credentials = settings.credentials
+    const key = credentials?.current ?? Effect.succeed(settings.apiKey)
     return Provider.of({
+      model: settings.model,
       stream: (request) =>
-        Stream.suspend(() =>
-          streamEvents(client, {
+        Stream.unwrap(Effect.map(key, (apiKey) => {
+          const events = streamEvents(client, {
             provider: spec.provider,
             url,
-            headers,
+            headers: { "content-type": "application/json", ...spec.headers(apiKey) },
             body: spec.encode(request, settings),
-            apiKey: settings.apiKey,
+            apiKey,
             timeouts: settings.timeouts
-          }, decoder)
-        )
+          }, spec.decoder(secretsOf(apiKey)))
+          // A refused key is re-read at once (apiKeyHelper), so the next request can carry a new one.
+          return credentials === undefined
+            ? events
+            : Stream.tapError(events, (error) => (error._tag === "ProviderAuth" ? credentials.rejected(apiKey) : Effect.void))
+        }))
     })
   })

@@ -1,5 +1,8 @@
 import type { ProviderRequest } from "../../domain/ProviderEvent.js"
-import { toTurns } from "./History.js"
+import type { ImagePart } from "../../domain/Messages.js"
+import { dataUrl, toolImagesText, toTurns } from "./History.js"
+
+const imageUrl = (image: ImagePart) => ({ type: "image_url", image_url: { url: dataUrl(image) } })
 
 /** OpenAI Chat Completions (and every server that copies it): the request body. */
 
@@ -27,7 +30,17 @@ export const encodeChatRequest = (request: ProviderRequest, defaults: { readonly
   for (const turn of toTurns(request.history, () => false)) {
     if (turn._tag === "User") {
       for (const r of turn.returns) messages.push({ role: "tool", tool_call_id: r.tool_call_id, content: r.content })
-      for (const text of turn.texts) messages.push({ role: "user", content: text })
+      // A tool message is text only: a tool's images follow its results as a user message.
+      for (const r of turn.returns) {
+        if (r.images !== undefined && r.images.length > 0) {
+          messages.push({ role: "user", content: [{ type: "text", text: toolImagesText(r) }, ...r.images.map(imageUrl)] })
+        }
+      }
+      turn.texts.forEach((text, i) =>
+        messages.push({
+          role: "user",
+          content: i === turn.texts.length - 1 && turn.images.length > 0 ? [{ type: "text", text }, ...turn.images.map(imageUrl)] : text
+        }))
       continue
     }
     const texts = turn.parts.flatMap((p) => (p._tag === "Text" && p.text !== "" ? [p.text] : []))

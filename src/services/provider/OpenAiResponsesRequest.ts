@@ -1,5 +1,8 @@
 import type { ProviderRequest } from "../../domain/ProviderEvent.js"
-import { signedBy, toTurns } from "./History.js"
+import type { ImagePart } from "../../domain/Messages.js"
+import { dataUrl, signedBy, toolImagesText, toTurns } from "./History.js"
+
+const inputImage = (image: ImagePart) => ({ type: "input_image", image_url: dataUrl(image) })
 
 /** OpenAI Responses: the request body built from the domain history. */
 
@@ -14,7 +17,18 @@ export const encodeResponsesRequest = (request: ProviderRequest, defaults: { rea
   for (const turn of toTurns(request.history, signedBy(PROVIDER))) {
     if (turn._tag === "User") {
       for (const r of turn.returns) input.push({ type: "function_call_output", call_id: r.tool_call_id, output: r.content })
-      for (const text of turn.texts) input.push({ type: "message", role: "user", content: text })
+      // function_call_output is text: a tool's images follow its results as a user message.
+      for (const r of turn.returns) {
+        if (r.images !== undefined && r.images.length > 0) {
+          input.push({ type: "message", role: "user", content: [{ type: "input_text", text: toolImagesText(r) }, ...r.images.map(inputImage)] })
+        }
+      }
+      turn.texts.forEach((text, i) =>
+        input.push({
+          type: "message",
+          role: "user",
+          content: i === turn.texts.length - 1 && turn.images.length > 0 ? [{ type: "input_text", text }, ...turn.images.map(inputImage)] : text
+        }))
       continue
     }
     for (const part of turn.parts) {

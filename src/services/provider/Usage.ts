@@ -9,6 +9,7 @@ export const usageEvent = (u: {
   readonly output: number | null | undefined
   readonly cached?: number | null | undefined
   readonly total?: number | null | undefined
+  readonly cacheWrite?: number | null | undefined
 }): ProviderEvent => {
   const inputTokens = count(u.input)
   const outputTokens = count(u.output)
@@ -17,7 +18,8 @@ export const usageEvent = (u: {
     inputTokens,
     outputTokens,
     cachedInputTokens: count(u.cached),
-    totalTokens: u.total == null ? inputTokens + outputTokens : count(u.total)
+    totalTokens: u.total == null ? inputTokens + outputTokens : count(u.total),
+    ...(u.cacheWrite != null && count(u.cacheWrite) > 0 ? { cacheWriteTokens: count(u.cacheWrite) } : {})
   }
 }
 

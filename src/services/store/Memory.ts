@@ -32,6 +32,7 @@ import {
 } from "./Codec.js"
 import type { Run } from "../../domain/Run.js"
 import { Store } from "../Store.js"
+import { makeMemoryLedger } from "./MemoryLedger.js"
 import { type ConversationState, type Row, toStored } from "./MemoryRows.js"
 
 const pageSize = 256
@@ -68,6 +69,8 @@ export const layerMemory: Layer.Layer<Store> = Layer.sync(Store, () => {
   const runsOf = (id: ConversationId) => [...runs.values()].filter((r) => r.conversationId === id)
 
   return Store.of({
+    ...makeMemoryLedger((id) => conversations.has(id)),
+
     createConversation: Effect.fn("Store.createConversation")(function*(input, options) {
       const parent = options?.parent
       const childOf = () =>

@@ -24,6 +24,7 @@ import {
 } from "./Codec.js"
 import { Store } from "../Store.js"
 import { makeCommit } from "./SqlCommit.js"
+import { makeSqlLedger } from "./SqlLedger.js"
 import type { Queries } from "./SqlQueries.js"
 import { ChunkRow, ConversationRow, decodeRows, type RowSource, SegmentRow, toConversation, toRuns, toStoredItems } from "./SqlRows.js"
 
@@ -222,6 +223,8 @@ export const makeSqlStore = (engine: SqlEngine) => {
     activeRun: (id) => q.activeRun(id).pipe(run, Effect.flatMap(runs), Effect.map((r) => Option.fromNullable(r[0]))),
 
     runningRuns: q.runningRuns().pipe(run, Effect.flatMap(runs)),
+
+    ...makeSqlLedger(engine),
 
     readChunks: (runId, after) =>
       Stream.unwrap(Effect.gen(function*() {

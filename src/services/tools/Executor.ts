@@ -69,6 +69,7 @@ const resultOf = (call: ToolCall, output: ToolOutput, durationMs: number): ToolR
   ...(output.exit_code !== undefined ? { exit_code: output.exit_code } : {}),
   ...(output.stdout !== undefined ? { stdout: output.stdout } : {}),
   ...(output.stderr !== undefined ? { stderr: output.stderr } : {}),
+  ...(output.images !== undefined && output.images.length > 0 ? { images: output.images } : {}),
   duration_ms: durationMs
 })
 

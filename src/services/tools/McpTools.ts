@@ -2,7 +2,9 @@ import { Duration, Effect, Either } from "effect"
 import type { ToolDefinition } from "../../domain/Conversation.js"
 import { ToolError } from "../../domain/Errors.js"
 import { nameTools, serverOfToolName } from "../../domain/McpNames.js"
+import type { ImagePart } from "../../domain/Messages.js"
 import type { McpCallResult, McpClients, McpContent, McpServerState, McpTool } from "../McpClients.js"
+import { MAX_IMAGE_BYTES } from "./Read.js"
 import { type Tool, toDefinition, type ToolOutput } from "./Tool.js"
 
 /**
@@ -25,6 +27,14 @@ export const staticCatalog = (tools: ReadonlyArray<Tool>): Catalog => {
   return { byName, definitions: tools.map(toDefinition), unknown: unknownTool(byName) }
 }
 
+const IMAGE_TYPES: ReadonlySet<string> = new Set(["image/png", "image/jpeg", "image/gif", "image/webp"])
+
+/** An MCP image the wire formats can carry (the Read tool's own limits), else undefined. */
+const imagePart = (content: { readonly mimeType: string; readonly data: string }): ImagePart | undefined =>
+  IMAGE_TYPES.has(content.mimeType) && (content.data.length * 3) / 4 <= MAX_IMAGE_BYTES
+    ? { media_type: content.mimeType as ImagePart["media_type"], data: content.data }
+    : undefined
+
 const kb = (base64: string) => `${(Math.ceil((base64.length * 3) / 4) / 1024).toFixed(1)} KB`
 
 const contentText = (content: McpContent): string => {
@@ -32,8 +42,11 @@ const contentText = (content: McpContent): string => {
     case "text":
       return content.text
     case "image":
+      return imagePart(content) !== undefined
+        ? `[image: ${content.mimeType}, ${kb(content.data)}]`
+        : `[image: ${content.mimeType}, ${kb(content.data)}; a type or size the model cannot be shown]`
     case "audio":
-      // Tool results are text for now; the model learns what came and how big it was.
+      // The model learns what came and how big it was.
       return `[${content.type}: ${content.mimeType}, ${kb(content.data)}; not shown to the model]`
     case "resource":
       return content.text !== undefined
@@ -59,7 +72,8 @@ export const resultOutput = (result: McpCallResult): ToolOutput => {
   if (structured !== undefined && !result.content.some((c) => c.type === "text" && sameJson(c.text, structured))) {
     parts.push(JSON.stringify(structured))
   }
-  return { output: parts.length === 0 ? "(no output)" : parts.join("\n"), isError: result.isError }
+  const images = result.content.flatMap((c) => (c.type === "image" ? [imagePart(c)].filter((i) => i !== undefined) : []))
+  return { output: parts.length === 0 ? "(no output)" : parts.join("\n"), isError: result.isError, ...(images.length > 0 ? { images } : {}) }
 }
 
 const isRecord = (input: unknown): input is Readonly<Record<string, unknown>> =>

@@ -1,12 +1,29 @@
 import { Effect, Schema } from "effect"
 import * as Fs from "node:fs/promises"
 import { ToolError } from "../../domain/Errors.js"
+import type { ImageMediaType } from "../../domain/Messages.js"
 import { fsTry, statIfExists } from "./FileIo.js"
 import { makeTool, type ToolLimits } from "./Tool.js"
 
 const MAX_LINE_CHARS = 2_000
 const MAX_FILE_BYTES = 50 * 1024 * 1024
 const BINARY_SNIFF_BYTES = 8_000
+/** The providers' own per-image limit (Anthropic: 5 MB), so a Read image never makes a request fail. */
+export const MAX_IMAGE_BYTES = 5 * 1024 * 1024
+
+const startsWith = (bytes: Uint8Array, prefix: ReadonlyArray<number>, at = 0) => prefix.every((b, i) => bytes[at + i] === b)
+
+/** PNG, JPEG, GIF or WebP by their magic bytes (not the name: a renamed file is still what it is). */
+export const imageTypeOf = (bytes: Uint8Array): ImageMediaType | undefined =>
+  startsWith(bytes, [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])
+    ? "image/png"
+    : startsWith(bytes, [0xff, 0xd8, 0xff])
+    ? "image/jpeg"
+    : startsWith(bytes, [0x47, 0x49, 0x46, 0x38])
+    ? "image/gif"
+    : startsWith(bytes, [0x52, 0x49, 0x46, 0x46]) && startsWith(bytes, [0x57, 0x45, 0x42, 0x50], 8)
+    ? "image/webp"
+    : undefined
 
 export const ReadArgs = Schema.Struct({
   file_path: Schema.String.annotations({ description: "The file to read: relative to the workspace, or absolute" }),
@@ -79,6 +96,16 @@ export const makeReadTool = (limits: ToolLimits) =>
           })
         }
         const bytes = yield* fsTry("Read", display, () => Fs.readFile(path))
+        const image = imageTypeOf(bytes)
+        if (image !== undefined) {
+          if (bytes.length > MAX_IMAGE_BYTES) {
+            return yield* new ToolError({
+              tool: "Read",
+              message: `${display} is a ${image} image of ${bytes.length} bytes, more than the ${MAX_IMAGE_BYTES} bytes an image may have; make it smaller first`
+            })
+          }
+          return { output: `[image: ${display}, ${image}, ${bytes.length} bytes]`, images: [{ media_type: image, data: bytes.toString("base64") }] }
+        }
         if (looksBinary(bytes)) {
           return yield* new ToolError({
             tool: "Read",

@@ -1,5 +1,6 @@
 import { Effect, Either, JSONSchema, ParseResult, Schema } from "effect"
 import type { ToolDefinition } from "../../domain/Conversation.js"
+import type { ImagePart } from "../../domain/Messages.js"
 import type { ToolError } from "../../domain/Errors.js"
 import { DEFAULT_MCP_TOOL_TIMEOUT_MS } from "../../domain/Settings.js"
 import type { ToolCallId } from "../../domain/Ids.js"
@@ -50,6 +51,8 @@ export interface ToolOutput {
   readonly exit_code?: number
   readonly stdout?: string
   readonly stderr?: string
+  /** Images for the model (Read of a PNG, an MCP tool's image content), beside the text. */
+  readonly images?: ReadonlyArray<ImagePart>
 }
 
 /** A call whose arguments decoded: `args` feeds the resource key, `run` does the work. */

@@ -213,6 +213,11 @@ export const viewEvent = (state: ViewState, event: TaskEvent, options: ViewOptio
         note(style.yellow(`⟳ the model request failed${event.error !== undefined ? ` (${event.error.message})` : ""}; retrying in ${waitText(event.retry_in_ms ?? 0)}`))
       }
       break
+    case "wait":
+      note(style.yellow(event.reason === "busy"
+        ? `⟳ the conversation is busy (another run or a compaction); retrying in ${waitText(event.retry_in_ms)}`
+        : `⟳ the run's stream broke off; following it again in ${waitText(event.retry_in_ms)}`))
+      break
     case "stop_reason":
       note(stopLine(event, style))
       break

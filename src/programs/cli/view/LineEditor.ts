@@ -15,6 +15,8 @@ export interface LineEditor {
   /** Puts aside what is typed (an approval question is being asked) and gives it back afterwards. */
   readonly stash: () => void
   readonly unstash: () => void
+  /** Secret entry (`/key`): what is typed shows as dots and stays out of the history. */
+  readonly setSecret: (on: boolean) => void
   readonly stop: () => void
 }
 
@@ -39,7 +41,7 @@ export const startLineEditor = (
     const rl = Readline.createInterface({ input: stdin, terminal: false })
     rl.on("line", (text) => emit({ _tag: "Line", text }))
     rl.on("close", () => emit({ _tag: "Eof" }))
-    return { setPrompt: () => {}, stash: () => {}, unstash: () => {}, stop: () => rl.close() }
+    return { setPrompt: () => {}, stash: () => {}, unstash: () => {}, setSecret: () => {}, stop: () => rl.close() }
   }
 
   let prompt = ""
@@ -48,8 +50,9 @@ export const startLineEditor = (
   let stashed: { text: string; cursor: number } | undefined
   const history: Array<string> = []
   let historyAt = 0
+  let secret = false
 
-  const render = () => screen.setInput({ prompt, text, cursor })
+  const render = () => screen.setInput({ prompt, text: secret ? "•".repeat(text.length) : text, cursor })
   const set = (next: string, at = next.length) => {
     text = next
     cursor = Math.max(0, Math.min(at, next.length))
@@ -90,7 +93,7 @@ export const startLineEditor = (
       case "return":
       case "enter": {
         const line = text
-        if (line.trim() !== "") history.push(line)
+        if (line.trim() !== "" && !secret) history.push(line)
         historyAt = history.length
         set("")
         emit({ _tag: "Line", text: line })
@@ -143,6 +146,10 @@ export const startLineEditor = (
     stash: () => {
       stashed = { text, cursor }
       set("")
+    },
+    setSecret: (on) => {
+      secret = on
+      render()
     },
     unstash: () => {
       if (stashed !== undefined) set(stashed.text, stashed.cursor)

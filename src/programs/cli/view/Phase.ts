@@ -11,7 +11,13 @@ export type Activity =
   | { readonly _tag: "Thinking" }
   | { readonly _tag: "Answering" }
   | { readonly _tag: "Preparing"; readonly tool: string }
-  | { readonly _tag: "Retrying"; readonly attempt: number; readonly retryInMs: number; readonly since: number }
+  | {
+    readonly _tag: "Retrying"
+    readonly why: "model" | "busy" | "stream_reconnect"
+    readonly attempt: number
+    readonly retryInMs: number
+    readonly since: number
+  }
   | { readonly _tag: "Compacting" }
 
 export interface Phase {
@@ -68,8 +74,10 @@ export const stepPhase = (phase: Phase, event: TaskEvent, now: number): Phase =>
     case "request_end":
       if (phase.activity._tag === "Compacting" && event.status !== "retrying") return phase
       return event.status === "retrying"
-        ? { ...phase, activity: { _tag: "Retrying", attempt: event.attempt + 1, retryInMs: event.retry_in_ms ?? 0, since: now } }
+        ? { ...phase, activity: { _tag: "Retrying", why: "model", attempt: event.attempt + 1, retryInMs: event.retry_in_ms ?? 0, since: now } }
         : { ...phase, activity: { _tag: "Waiting" } }
+    case "wait":
+      return { ...phase, activity: { _tag: "Retrying", why: event.reason, attempt: 0, retryInMs: event.retry_in_ms, since: now } }
     case "compaction_begin":
       return { ...phase, activity: { _tag: "Compacting" } }
     case "compaction_end":
@@ -92,8 +100,13 @@ export const describePhase = (phase: Phase, now: number): string => {
   const toolText = tools.length === 0 ? "" : `running ${tools[0]}${tools.length > 1 ? ` (+${tools.length - 1} more)` : ""}`
   switch (a._tag) {
     case "Retrying": {
-      const left = Math.max(0, a.retryInMs - (now - a.since))
-      return `reconnecting to the model in ${(left / 1000).toFixed(1)} s (attempt ${a.attempt})`
+      const left = `${(Math.max(0, a.retryInMs - (now - a.since)) / 1000).toFixed(1)} s`
+      const what = a.why === "busy"
+        ? `the conversation is busy: retrying in ${left}`
+        : a.why === "stream_reconnect"
+        ? `the stream broke off: following it again in ${left}`
+        : `retrying in ${left} (attempt ${a.attempt})`
+      return `${what} · Enter retries now · Ctrl-C abandons`
     }
     case "Thinking":
       return "thinking"

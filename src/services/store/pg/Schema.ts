@@ -11,12 +11,12 @@ import { corruptError, newerSchemaError, type PgTarget } from "./Failures.js"
  * gap or a repeat (the primary key, and a trigger that refuses a chunk whose predecessor is missing).
  */
 
-export const SCHEMA_VERSION = 3
+export const SCHEMA_VERSION = 4
 
 export const MIGRATIONS_TABLE = "baton_migrations"
 
 /** Baton's tables: a schema without the migrations table but with one of these is someone else's. */
-const TABLES = ["conversations", "items", "open_calls", "runs", "chunks", MIGRATIONS_TABLE]
+const TABLES = ["conversations", "items", "open_calls", "runs", "chunks", "steering", "usage", MIGRATIONS_TABLE]
 
 const initial = (sql: SqlClient) =>
   Effect.gen(function*() {
@@ -122,10 +122,37 @@ const lineage = (sql: SqlClient) =>
     yield* sql`CREATE UNIQUE INDEX conversations_parent ON conversations (parent_id, parent_call) WHERE parent_id IS NOT NULL`
   })
 
+// Steering held until the next input assembly; every model request's token usage (cost statistics' raw data).
+const steeringAndUsage = (sql: SqlClient) =>
+  Effect.gen(function*() {
+    yield* sql`CREATE TABLE steering (
+      id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+      conversation_id text NOT NULL REFERENCES conversations (id) ON DELETE CASCADE,
+      body text NOT NULL,
+      created_at bigint NOT NULL
+    )`
+    yield* sql`CREATE INDEX steering_conversation ON steering (conversation_id, id)`
+    yield* sql`CREATE TABLE usage (
+      id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+      conversation_id text NOT NULL REFERENCES conversations (id) ON DELETE CASCADE,
+      run_id text,
+      purpose text NOT NULL,
+      model text NOT NULL,
+      input_tokens bigint NOT NULL,
+      output_tokens bigint NOT NULL,
+      cache_read_tokens bigint NOT NULL,
+      cache_write_tokens bigint NOT NULL,
+      created_at bigint NOT NULL
+    )`
+    yield* sql`CREATE INDEX usage_conversation ON usage (conversation_id, created_at)`
+    yield* sql`CREATE INDEX usage_time ON usage (created_at)`
+  })
+
 const migrations: ReadonlyArray<readonly [id: number, name: string, run: (sql: SqlClient) => Effect.Effect<unknown, SqlError>]> = [
   [1, "initial", initial],
   [2, "tool_return_index", toolReturnIndex],
-  [3, "lineage", lineage]
+  [3, "lineage", lineage],
+  [4, "steering_and_usage", steeringAndUsage]
 ]
 
 const Version = Schema.Struct({ version: Schema.Union(Schema.Int, Schema.NumberFromString) })

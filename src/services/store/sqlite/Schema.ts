@@ -6,7 +6,7 @@ import { Effect } from "effect"
 export const APPLICATION_ID = 0x4261746e
 
 /** Also recorded as `PRAGMA user_version`; a file above it was written by a newer Baton. */
-export const SCHEMA_VERSION = 4
+export const SCHEMA_VERSION = 5
 
 export const MIGRATIONS_TABLE = "baton_migrations"
 
@@ -108,11 +108,41 @@ const lineage = Effect.gen(function*() {
   yield* sql.unsafe(`PRAGMA user_version = 4`)
 })
 
+const steeringAndUsage = Effect.gen(function*() {
+  const sql = yield* SqlClient
+  // Steering held by the backend until the conversation's next input assembly drains it.
+  yield* sql`CREATE TABLE steering (
+    id INTEGER PRIMARY KEY,
+    conversation_id TEXT NOT NULL REFERENCES conversations (id) ON DELETE CASCADE,
+    body TEXT NOT NULL,
+    created_at INTEGER NOT NULL
+  )`
+  yield* sql`CREATE INDEX steering_conversation ON steering (conversation_id, id)`
+  // Every model request's token usage (turns, compactions, titles, failed attempts): cost statistics' raw data.
+  yield* sql`CREATE TABLE usage (
+    id INTEGER PRIMARY KEY,
+    conversation_id TEXT NOT NULL REFERENCES conversations (id) ON DELETE CASCADE,
+    run_id TEXT,
+    purpose TEXT NOT NULL,
+    model TEXT NOT NULL,
+    input_tokens INTEGER NOT NULL,
+    output_tokens INTEGER NOT NULL,
+    cache_read_tokens INTEGER NOT NULL,
+    cache_write_tokens INTEGER NOT NULL,
+    created_at INTEGER NOT NULL
+  )`
+  yield* sql`CREATE INDEX usage_conversation ON usage (conversation_id, created_at)`
+  yield* sql`CREATE INDEX usage_time ON usage (created_at)`
+  yield* sql.unsafe(`PRAGMA user_version = 5`)
+})
+
 /** Runs the missing migrations in one transaction; each one records its id as `user_version`. */
 export const migrate = Migrator.make({})({
   loader: Migrator.fromRecord({
     "0001_initial": initial, "0002_run_owners_and_segments": runOwnersAndSegments,
-    "0003_tool_return_index": toolReturnIndex, "0004_lineage": lineage
+    "0003_tool_return_index": toolReturnIndex,
+    "0004_lineage": lineage,
+    "0005_steering_and_usage": steeringAndUsage
   }),
   table: MIGRATIONS_TABLE
 })

@@ -1,0 +1,42 @@
+import { Chunk, Clock, Effect, Stream } from "effect"
+import type { ConversationId, RunId } from "../../domain/Ids.js"
+import type { UsagePurpose } from "../../domain/Usage.js"
+import type { Provider } from "../../services/Provider.js"
+import type { Store } from "../../services/Store.js"
+
+/**
+ * Usage accounting at the source: every model request the backend makes goes through a metered
+ * provider, so each usage the model reports is recorded as it arrives — a turn's, a compaction's, a
+ * title's, and a failed attempt's that reported one. A record that cannot be written is logged, and
+ * never fails the request.
+ */
+export const metered = (
+  provider: Provider["Type"],
+  store: Store["Type"],
+  context: { readonly conversationId: ConversationId; readonly runId?: RunId; readonly purpose: UsagePurpose }
+): Provider["Type"] => ({
+  ...provider,
+  stream: (request) =>
+    provider.stream(request).pipe(Stream.mapChunksEffect((events) => {
+      const usages = Chunk.filter(events, (event) => event._tag === "Usage")
+      if (Chunk.isEmpty(usages)) return Effect.succeed(events)
+      return Effect.gen(function*() {
+        const now = yield* Clock.currentTimeMillis
+        for (const usage of usages) {
+          if (usage._tag !== "Usage") continue
+          yield* store.recordUsage({
+            conversation_id: context.conversationId,
+            ...(context.runId !== undefined ? { run_id: context.runId } : {}),
+            purpose: context.purpose,
+            model: request.model ?? provider.model ?? provider.info?.model ?? "unknown",
+            input_tokens: usage.inputTokens,
+            output_tokens: usage.outputTokens,
+            cache_read_tokens: usage.cachedInputTokens,
+            cache_write_tokens: usage.cacheWriteTokens ?? 0,
+            created_at: now
+          }).pipe(Effect.catchAll((error) => Effect.logWarning(`could not record the usage of a model request: ${error.message}`)))
+        }
+        return events
+      })
+    }))
+})

@@ -1,0 +1,82 @@
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Fiber } from "effect"
+import type { Message } from "../../src/domain/Messages.js"
+import type { Approver } from "../../src/programs/session/ApprovalGate.js"
+import { open } from "../../src/programs/session/Session.js"
+import { ProviderScript, Turn } from "../../src/services/provider/Scripted.js"
+import { Backend, byType, Gates, sessionLayer } from "../support/sessionHarness.js"
+import { collect } from "../support/testing.js"
+
+/**
+ * Steering is held by the backend (Backend.steer, persisted): it reaches the very next model request
+ * the backend assembles, even the one it makes right after a compaction inside the run.
+ */
+
+const allow: Approver = () => Effect.succeed("allow")
+const STEERING = "[user_steering]\nmind the tests\n[/user_steering]"
+const said = (history: ReadonlyArray<Message>) => history.flatMap((m) => (m.type === "user_message" ? [m.content] : []))
+
+describe.each(["memory", "sqlite", "remote"] as const)("steering held by the backend (%s)", (kind) => {
+  it.scopedLive("a steer sent while a compaction runs inside the run reaches the request right after it", () =>
+    Effect.gen(function*() {
+      const backend = yield* Backend
+      const gates = yield* Gates
+      const script = yield* ProviderScript
+      const conv = yield* backend.createConversation({ system_prompt: "sys", compaction: { maxContextLength: 100, contextWindow: 100_000 } })
+      const session = yield* open({ conversationId: conv.id, approver: allow })
+      yield* collect(session.run("one"))
+      // Call 2 is the compaction's summary request (call 1 reported 700 tokens): held until released.
+      const task = yield* Effect.fork(collect(session.run("two")))
+      yield* gates.reached(2)
+      assert.isTrue(yield* session.steer("mind the tests"))
+      yield* gates.release(2)
+      const events = yield* Fiber.join(task)
+      const requests = yield* script.requests
+      assert.strictEqual(requests.length, 3)
+      assert.notInclude(said(requests[1]!.history), STEERING, "the summary request is not steered")
+      assert.deepStrictEqual(said(requests[2]!.history).slice(-2), ["two", STEERING], "the very next request carries the steering")
+      assert.include(byType(events, "user_message").map((m) => m.content), STEERING, "the task stream shows it")
+      assert.deepStrictEqual(yield* backend.takeSteering(conv.id), [], "drained, not left queued")
+    }).pipe(Effect.provide(sessionLayer(kind, [
+      Turn.text("a", { usage: { totalTokens: 700 } }),
+      Turn.text("[summary]s[/summary]"),
+      Turn.text("ok, with tests")
+    ], [2]))))
+
+  // Not on SQLite: interrupting a task whose first model request is held at its gate leaves that
+  // layer's teardown hanging, with or without steering (found here, not yet diagnosed; see the report).
+  it.scopedLive.runIf(kind !== "sqlite")("the queue is dropped when the task ends: a steer no request took is gone after an interrupt", () =>
+    Effect.gen(function*() {
+      const backend = yield* Backend
+      const gates = yield* Gates
+      const conv = yield* backend.createConversation({ system_prompt: "sys" })
+      const session = yield* open({ conversationId: conv.id, approver: allow })
+      const task = yield* Effect.fork(collect(session.run("read it")))
+      yield* gates.reached(1)
+      assert.isTrue(yield* session.steer("never delivered"))
+      yield* session.interrupt
+      yield* Fiber.join(task)
+      assert.isFalse(yield* session.steer("after the end"), "no task runs")
+      assert.deepStrictEqual(yield* backend.takeSteering(conv.id), [])
+    }).pipe(Effect.provide(sessionLayer(kind, [Turn.text("unused")], [1]))))
+
+  it.scopedLive("another client steers the same conversation through the backend; the running task's next request has it", () =>
+    Effect.gen(function*() {
+      const backend = yield* Backend
+      const gates = yield* Gates
+      const script = yield* ProviderScript
+      const conv = yield* backend.createConversation({ system_prompt: "sys" })
+      const session = yield* open({ conversationId: conv.id, approver: allow })
+      const task = yield* Effect.fork(collect(session.run("read it")))
+      yield* gates.reached(1)
+      // Not through this session: straight to the backend, as a web page would.
+      yield* backend.steer(conv.id, "mind the tests")
+      yield* gates.release(1)
+      yield* Fiber.join(task)
+      const requests = yield* script.requests
+      assert.deepStrictEqual(said(requests[1]!.history).slice(-1), [STEERING])
+    }).pipe(Effect.provide(sessionLayer(kind, [
+      Turn.toolCalls([{ id: "c1", name: "LS", args: {} }]),
+      Turn.text("done")
+    ], [1]))))
+})

@@ -1,0 +1,52 @@
+import { assert, describe, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { type ConversationId, Otid } from "../../../src/domain/Ids.js"
+import type { UserMessage } from "../../../src/domain/Messages.js"
+import type { UsageRecord } from "../../../src/domain/Usage.js"
+import { Store } from "../../../src/services/Store.js"
+import { type MakeStore, newConversation } from "./fixtures.js"
+
+const steer = (text: string): UserMessage => ({ type: "user_message", content: text, otid: Otid.make(`steer-${text}`) })
+
+const usage = (conversation: ConversationId, at: number, purpose: UsageRecord["purpose"], input: number): UsageRecord => ({
+  conversation_id: conversation,
+  purpose,
+  model: "m",
+  input_tokens: input,
+  output_tokens: 2,
+  cache_read_tokens: 1,
+  cache_write_tokens: 0,
+  created_at: at,
+  ...(purpose === "turn" ? { run_id: "run-1" } : {})
+})
+
+export const ledgerContract = (makeStore: MakeStore) =>
+  describe("side tables: steering and usage", () => {
+    it.effect("steering is held in order, taken once, per conversation; an unknown conversation is NotFound", () =>
+      Effect.gen(function*() {
+        const store = yield* Store
+        const a = yield* newConversation
+        const b = yield* newConversation
+        yield* store.queueSteering(a.id, steer("one"))
+        yield* store.queueSteering(b.id, steer("other"))
+        yield* store.queueSteering(a.id, steer("two"))
+        assert.deepStrictEqual(yield* store.takeSteering(a.id), [steer("one"), steer("two")])
+        assert.deepStrictEqual(yield* store.takeSteering(a.id), [])
+        assert.deepStrictEqual(yield* store.takeSteering(b.id), [steer("other")])
+        const missing = "conv-nope" as ConversationId
+        assert.strictEqual((yield* Effect.flip(store.queueSteering(missing, steer("x"))))._tag, "NotFound")
+        assert.strictEqual((yield* Effect.flip(store.takeSteering(missing)))._tag, "NotFound")
+      }).pipe(Effect.provide(makeStore())))
+
+    it.effect("usage records come back as written, oldest first, filtered by conversation and time", () =>
+      Effect.gen(function*() {
+        const store = yield* Store
+        const a = yield* newConversation
+        const b = yield* newConversation
+        const records = [usage(a.id, 1_000, "turn", 10), usage(b.id, 2_000, "title", 20), usage(a.id, 3_000, "compaction", 30)]
+        yield* Effect.forEach(records, store.recordUsage, { discard: true })
+        assert.deepStrictEqual(yield* store.usage(), records)
+        assert.deepStrictEqual(yield* store.usage({ conversationId: a.id }), [records[0]!, records[2]!])
+        assert.deepStrictEqual(yield* store.usage({ since: 2_000 }), [records[1]!, records[2]!])
+      }).pipe(Effect.provide(makeStore())))
+  })

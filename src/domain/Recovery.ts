@@ -5,6 +5,7 @@ import type {
   ChunkSeqError,
   EmptyResponse,
   InvalidSummary,
+  RunnerLost,
   StoreBusy,
   StreamBroken
 } from "./Errors.js"
@@ -72,6 +73,7 @@ export type Failure =
   | ProviderError
   | EmptyResponse
   | InvalidSummary
+  | RunnerLost
   | StoreBusy
   | StreamBroken
   | ApprovalPending
@@ -99,6 +101,7 @@ const categories: { readonly [Tag in Failure["_tag"]]: Category } = {
   ProviderOverloaded: "reconnect",
   ProviderTransientQuota: "reconnect",
   StreamBroken: "reconnect",
+  RunnerLost: "reconnect",
   ProviderContextOverflow: "overflow",
   Conflict: "busy",
   EmptyResponse: "empty",

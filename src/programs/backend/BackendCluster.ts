@@ -1,6 +1,6 @@
 import type { AlreadyProcessingMessage, MailboxFull, PersistenceError } from "@effect/cluster/ClusterError"
 import type { Sharding } from "@effect/cluster/Sharding"
-import { Effect, Layer, Stream } from "effect"
+import { Effect, ExecutionStrategy, Layer, Scope, Stream } from "effect"
 import { type BackendError, StoreError } from "../../domain/Errors.js"
 import { type Budgets, turnBudgets } from "../../domain/Recovery.js"
 import { Backend } from "../../services/Backend.js"
@@ -45,9 +45,14 @@ export const makeBackendCluster = Effect.fn("BackendCluster.make")(
   function*(options: ClusterBackendOptions) {
     const tail = yield* RunTail
     const clock = yield* Effect.clock
-    const actors = yield* makeActors({ budgets: options.budgets ?? turnBudgets, owner: options.runner, tail })
+    const scope = yield* Effect.scope
+    // The jobs' scope closes after the entity's (finalizers run last-added first): at shutdown the
+    // entity stops while its Drives are still waiting, so the cluster keeps them for the next owner
+    // instead of recording their runs' jobs as ended.
+    const jobs = yield* Scope.fork(scope, ExecutionStrategy.sequential)
+    const actors = yield* makeActors({ budgets: options.budgets ?? turnBudgets, owner: options.runner, tail }).pipe(Scope.extend(jobs))
     // The entity's machinery (its mailboxes, its idle reaper) keeps the wall clock; its jobs keep `clock`.
-    yield* Layer.buildWithScope(layerHandlers(actors, clock), yield* Effect.scope).pipe(Effect.withClock(realClock))
+    yield* Layer.buildWithScope(layerHandlers(actors, clock), scope).pipe(Effect.withClock(realClock))
     const local = yield* backendOver(actors)
     const conversation = yield* ConversationEntity.client
     return Backend.of({

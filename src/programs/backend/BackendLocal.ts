@@ -12,6 +12,7 @@ import { NotFound } from "../../domain/Errors.js"
 import { type Budgets, turnBudgets } from "../../domain/Recovery.js"
 import { Backend } from "../../services/Backend.js"
 import { currentOwner } from "../../services/ProcessIdentity.js"
+import { runInfo } from "../../domain/Run.js"
 import { Store } from "../../services/Store.js"
 import { Compactions } from "./Compaction.js"
 import { type Actors, makeActors } from "./ConversationActors.js"
@@ -34,6 +35,7 @@ export const backendOver = Effect.fn("BackendLocal.over")(function*(actors: Acto
     listConversations: (opts) => store.listConversations(opts),
     updateConversation: (id, patch) => store.updateConversation(id, patch),
     send: (id, input) => Stream.unwrap(actors.send(id, input)),
+    getRun: (runId) => Effect.map(store.getRun(runId), runInfo),
     streamRun: (runId, opts) => Stream.unwrap(Effect.zipRight(store.getRun(runId), actors.follow(runId, opts?.after ?? 0))),
     cancel: actors.cancel,
     submitResult: (id, result, opts) => actors.submitResult(id, result, opts?.decision),

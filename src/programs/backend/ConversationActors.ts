@@ -1,4 +1,4 @@
-import { Cause, Chunk as EChunk, Deferred, Effect, Either, Fiber, Option, Ref, Stream } from "effect"
+import { Cause, Chunk as EChunk, Deferred, Effect, Either, Exit, Fiber, Option, Ref, Stream } from "effect"
 import type { Conversation } from "../../domain/Conversation.js"
 import type { CarryOver } from "../../domain/CarryOver.js"
 import { closeCalls } from "../../domain/CarryOver.js"
@@ -277,6 +277,7 @@ export const makeActors = Effect.fn("Actors.make")(function*(options: {
       const run = yield* store.getRun(runId)
       if (run.status !== "running") return
       if (run.kind === "compaction") return yield* closeRun(store, run, RUNNER_LOST)
+      yield* store.claimRun(runId, options.owner)
       const chunks = yield* Stream.runCollect(store.readChunks(runId, 0))
       const conversation = yield* store.getConversation(run.conversationId)
       const streamed = EChunk.toReadonlyArray(chunks).flatMap((c) => (c.type === "tool_call" ? [c.tool_call_id] : []))
@@ -293,7 +294,9 @@ export const makeActors = Effect.fn("Actors.make")(function*(options: {
     const job = yield* jobs.byRun(runId)
     if (Option.isNone(job)) return
     const fiber = job.value.fiber
-    yield* Fiber.await(fiber).pipe(Effect.onInterrupt(() => Fiber.interrupt(fiber)))
+    const exit = yield* Fiber.await(fiber).pipe(Effect.onInterrupt(() => Fiber.interrupt(fiber)))
+    // A job stopped by a shutdown left its run `running`: this drive is not done, its next owner's is.
+    if (Exit.isInterrupted(exit) && (yield* store.getRun(runId)).status === "running") return yield* Effect.interrupt
   })
 
   const actors: Actors = { send, follow, cancel, skipReconnectWait, compact, isBusy, submitResult, admitSend, admitCompaction, drive, adoptActive }

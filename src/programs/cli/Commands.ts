@@ -91,13 +91,22 @@ export const serve = Effect.fn("Commands.serve")(function*(args: CommonArgs, opt
   const env = yield* resolveEnv({ ...args, server: undefined }, io.cwd())
   const model = yield* Layers.model(env)
   const token = options.token ?? (yield* serverToken)
-  const server = Layers.server(env, model.layer, {
+  const runner = yield* Layers.runner(env, options)
+  const serveOptions = {
     ...(options.host !== undefined ? { host: options.host } : {}),
     ...(options.port !== undefined ? { port: options.port } : {}),
     ...(token !== undefined ? { token } : {})
-  })
+  }
+  const server = runner === undefined
+    ? Layers.server(env, model.layer, serveOptions)
+    : Layers.clusterServer(env, model.layer, serveOptions, runner)
   const { serve: serveProgram } = yield* serveCommand
-  return yield* serveProgram(io, { model: model.describe, store: storeLabel(env), token: token !== undefined }).pipe(Effect.provide(server))
+  return yield* serveProgram(io, {
+    model: model.describe,
+    store: storeLabel(env),
+    token: token !== undefined,
+    ...(runner !== undefined ? { runner: `${runner.host}:${runner.port}` } : {})
+  }).pipe(Effect.provide(server))
 })
 
 export const mcpList = Effect.fn("Commands.mcpList")(function*(args: CommonArgs, options: { readonly json: boolean }) {

@@ -6,7 +6,7 @@ import { Conversation, type ConversationSettingsInput } from "../../domain/Conve
 import { InvalidInput } from "../../domain/Errors.js"
 import type { RunId } from "../../domain/Ids.js"
 import { Backend } from "../../services/Backend.js"
-import { BatonApi, CarryOverJson, CreateConversationJson } from "../../services/backend/HttpApi.js"
+import { BatonApi, CarryOverJson, CreateConversationJson, type Health } from "../../services/backend/HttpApi.js"
 import { type SseOptions, sseResponse, type Track } from "./Sse.js"
 
 /** What the handlers need from the server around them. */
@@ -16,6 +16,8 @@ export interface HandlerContext {
   readonly defaults: ConversationSettingsInput
   /** Called with the first chunk of every run started here, so shutdown can wait for it. */
   readonly track: Track
+  /** What /healthz says besides "ok" (a cluster runner's address and shards). */
+  readonly health?: Effect.Effect<typeof Health.Type>
 }
 
 /**
@@ -78,14 +80,15 @@ const runs = (context: HandlerContext) =>
       handlers
         .handle("send", ({ path, payload }) => sseResponse(backend.send(path.id, payload), context.sse, context.track))
         .handle("compact", ({ path, payload }) => sseResponse(backend.compact(path.id, payload.reason), context.sse, context.track))
+        .handle("getRun", ({ path }) => backend.getRun(path.id))
         .handle("stream", ({ headers, path, urlParams }) =>
           sseResponse(backend.streamRun(path.id, { after: resumeAfter(path.id, headers["last-event-id"], urlParams.after) }), context.sse))
         // Raw, so that a cancel without a body (nothing to carry over) is accepted as `{}`.
         .handleRaw("cancel", ({ path, request }) =>
           Effect.flatMap(optionalBody(request, "carry-over", decodeCarryOver, {}), (carryOver) => backend.cancel(path.id, carryOver)))))
 
-const health = HttpApiBuilder.group(BatonApi, "health", (handlers) =>
-  Effect.succeed(handlers.handle("healthz", () => Effect.succeed({ status: "ok" as const }))))
+const health = (context: HandlerContext) => HttpApiBuilder.group(BatonApi, "health", (handlers) =>
+  Effect.succeed(handlers.handle("healthz", () => context.health ?? Effect.succeed({ status: "ok" as const }))))
 
 /** Every endpoint's handler: thin calls into the Backend service. */
-export const handlersLayer = (context: HandlerContext) => Layer.mergeAll(conversations(context), runs(context), health)
+export const handlersLayer = (context: HandlerContext) => Layer.mergeAll(conversations(context), runs(context), health(context))

@@ -214,6 +214,8 @@ export const makeSqlStore = (engine: SqlEngine) => {
 
     activeRun: (id) => q.activeRun(id).pipe(run, Effect.flatMap(runs), Effect.map((r) => Option.fromNullable(r[0]))),
 
+    claimRun: (id, owner) => q.claimRun(id, owner).pipe(run, Effect.asVoid),
+
     runningRuns: q.runningRuns().pipe(run, Effect.flatMap(runs)),
 
     readChunks: (runId, after) =>

@@ -119,6 +119,7 @@ export const startServe = (args: ReadonlyArray<string>, env: Record<string, stri
       url: yield* Deferred.await(url),
       exited: Deferred.await(exited),
       stop: Effect.sync(() => void child.kill("SIGTERM")),
+      signal: (signal: NodeJS.Signals) => Effect.sync(() => void child.kill(signal)),
       stderr: Effect.sync(() => stderr)
     }
   })

@@ -1,7 +1,11 @@
 import * as RunnerAddress from "@effect/cluster/RunnerAddress"
 import { Sharding } from "@effect/cluster/Sharding"
 import * as ShardId from "@effect/cluster/ShardId"
+import * as ShardingConfig from "@effect/cluster/ShardingConfig"
+import * as SqlMessageStorage from "@effect/cluster/SqlMessageStorage"
+import * as SqlRunnerStorage from "@effect/cluster/SqlRunnerStorage"
 import * as NodeClusterSocket from "@effect/platform-node/NodeClusterSocket"
+import { SqlClient } from "@effect/sql/SqlClient"
 import { Context, Duration, Effect, Layer, Option, type Redacted } from "effect"
 import type { StoreError } from "../../domain/Errors.js"
 import type { Backend } from "../../services/Backend.js"
@@ -53,6 +57,23 @@ const shardingConfig = (options: RunnerOptions) => {
 }
 
 /**
+ * The cluster's tables, created by one runner at a time: runners started together on a new database
+ * would otherwise race on the same CREATE TABLEs. An advisory lock (per schema) orders them; the
+ * ones that come second find the tables made.
+ */
+const clusterTables = (config: ReturnType<typeof shardingConfig>): Layer.Layer<never, never, SqlClient> =>
+  Layer.effectDiscard(Effect.gen(function*() {
+    const sql = yield* SqlClient
+    // A session lock on a connection of its own: the cluster's migrations expect to fail and go on,
+    // which a transaction around them would not survive.
+    const lock = yield* sql.reserve
+    const key = "hashtext('baton_cluster_tables:' || coalesce(current_schema(), ''))"
+    yield* lock.executeRaw(`SELECT pg_advisory_lock(${key})`, [])
+    yield* Effect.scoped(Layer.build(Layer.merge(SqlMessageStorage.layer, SqlRunnerStorage.layer).pipe(Layer.provide(ShardingConfig.layer(config)))))
+    yield* lock.executeRaw(`SELECT pg_advisory_unlock(${key})`, [])
+  }).pipe(Effect.scoped, Effect.orDie))
+
+/**
  * One runner of `baton serve --cluster`: the clustered backend over a Store on PostgreSQL, the
  * cluster's message storage, runner registry and shard locks (advisory locks: the database must be
  * reached with session pooling) in the same database, runners talking over TCP.
@@ -64,9 +85,11 @@ export const layerRunner = (options: RunnerOptions): Layer.Layer<Backend | Runne
       address,
       shards: Effect.sync(() => Array.from({ length: SHARDS }, (_, i) => i + 1).filter((id) => sharding.hasShardId(ShardId.make("default", id))))
     })))
-  const cluster = NodeClusterSocket.layer({ storage: "sql", shardingConfig: shardingConfig(options) }).pipe(
+  const config = shardingConfig(options)
+  const cluster = NodeClusterSocket.layer({ storage: "sql", shardingConfig: config }).pipe(
     // A listen failure or a bad config is the runner's start failing: logged with its cause.
-    Layer.orDie
+    Layer.orDie,
+    Layer.provide(clusterTables(config))
   )
   return Layer.merge(layerCluster({ runner: address }), status).pipe(
     Layer.provide(Layer.merge(cluster, PgTail.layer)),

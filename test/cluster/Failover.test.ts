@@ -17,6 +17,8 @@ import { eventually } from "../support/testing.js"
 
 const CONVERSATIONS = 20
 const LOCK_EXPIRATION_MS = 3_000
+/** Far beyond the test's timeout: a handover that waited for the lock to expire would fail it. */
+const LONG_LOCK_EXPIRATION_MS = 120_000
 /** The first answers stream a few words, then hold until the runner is killed; a reconnect answers at once. */
 const LONG = [...Array.from({ length: 40 }, (_, i) => `w${i} `), "done."]
 
@@ -62,99 +64,140 @@ const sendAndRead = (base: string, conversationId: string, events: Array<Event>)
     }
   })
 
-onPostgres("cluster failover (3 runner processes)", () =>
+/**
+ * `count` runners of one cluster on a fresh schema, behind a model whose first answers hold after a
+ * few words until `release`; answers once every runner holds its share of the 300 shards.
+ */
+const startCluster = (count: number, lockExpirationMs: number) =>
+  Effect.gen(function*() {
+    const { url } = yield* freshSchema
+    let release = () => {}
+    const released = new Promise<void>((resolve) => (release = resolve))
+    const model = yield* MockModelServer.make({
+      respond: (request) =>
+        request.body.includes("turn_retried")
+          ? Reply.text(["resumed ", "and done."])
+          : Reply.text(LONG, {}, { writes: [{ events: 6 }, { events: 1_000, after: released }] })
+    })
+    const dirs = yield* cliDirs
+    const ports = yield* Effect.all(Array.from({ length: count }, () => freePort))
+    const runners = yield* Effect.all(
+      ports.map((port, i) =>
+        startServe(
+          ["--home", Path.join(dirs.root, `home-${i}`), "--database", url, "--cluster", "--runner-port", String(port), "--shard-lock-expiration", String(lockExpirationMs)],
+          // A stray PORT must not become a runner's port: the flag wins.
+          { ...model.childEnv("openai-chat"), PORT: "1" }
+        )
+      ),
+      { concurrency: "unbounded" }
+    )
+    const shardsOf = (base: string) => Effect.map(json(`${base}/healthz`), (r) => r.body["runner"] as { address: string; shards: ReadonlyArray<number> })
+    yield* eventually(
+      Effect.map(Effect.all(runners.map((r) => shardsOf(r.url))), (all) =>
+        all.every((r) => r.shards.length > 0) && new Set(all.flatMap((r) => r.shards)).size === 300 && all.reduce((n, r) => n + r.shards.length, 0) === 300),
+      "the runners split the shards"
+    )
+    for (const [i, runner] of runners.entries()) assert.strictEqual((yield* shardsOf(runner.url)).address, `127.0.0.1:${ports[i]}`)
+    return { runners, addresses: ports.map((p) => `127.0.0.1:${p}`), model, release: () => release() }
+  })
+
+/**
+ * `count` conversations, created round-robin through every runner (any runner answers any
+ * request), each sent one message whose stream is read from `readers`; answers once all stream.
+ */
+const startRuns = (count: number, creators: ReadonlyArray<string>, readers: ReadonlyArray<string>) =>
+  Effect.gen(function*() {
+    const ids: Array<string> = []
+    for (let i = 0; i < count; i++) {
+      const created = yield* json(`${creators[i % creators.length]!}/v1/conversations`, { method: "POST" })
+      assert.strictEqual(created.status, 201)
+      ids.push(created.body["id"] as string)
+    }
+    const streams = ids.map(() => [] as Array<Event>)
+    const reading = yield* Effect.forkScoped(
+      Effect.all(ids.map((id, i) => sendAndRead(readers[i % readers.length]!, id, streams[i]!)), { concurrency: "unbounded" })
+    )
+    yield* eventually(Effect.sync(() => streams.every((s) => s.filter((e) => e.chunk.type === "text_delta").length >= 3)), "every run is streaming")
+    const runs = yield* Effect.all(streams.map((s) => Effect.map(json(`${readers[0]!}/v1/runs/${s[0]!.chunk.run_id}`), (r) => r.body)))
+    return { streams, reading, runs }
+  })
+
+/**
+ * Every stream ended once, with contiguous seqs; every reconnect is a lost runner's and carries what
+ * its request had shown; the runs that were on `lost` reconnected after `since`, and are owned by one
+ * of `survivors` now. Answers the delay from `since` to each of those reconnects.
+ */
+const checkStreams = (streams: ReadonlyArray<ReadonlyArray<Event>>, moved: ReadonlyArray<number>, since: number, reader: string, survivors: ReadonlyArray<string>) =>
+  Effect.gen(function*() {
+    const takeovers: Array<number> = []
+    for (const [i, events] of streams.entries()) {
+      const seqs = events.map((e) => e.chunk.seq)
+      assert.deepStrictEqual(seqs, Array.from({ length: seqs.length }, (_, k) => k + 1), `conversation ${i}: contiguous seqs, no gap, no duplicate`)
+      assert.isTrue(events.every((e) => e.id === `${e.chunk.run_id}:${e.chunk.seq}` && e.chunk.run_id === events[0]!.chunk.run_id))
+      const stops = events.filter((e) => e.chunk.type === "stop_reason")
+      assert.strictEqual(stops.length, 1, `conversation ${i}: one stop_reason`)
+      assert.strictEqual(events.at(-1)!.chunk.type, "stop_reason")
+      assert.strictEqual(stops[0]!.chunk["reason"], "end_turn")
+      assert.include(events.filter((e) => e.chunk.type === "assistant_message").map((e) => e.chunk["content"]).join(""), "done.")
+      // Every reconnect is a runner lost (the kill, or a shard that moved), and carries what its request had shown.
+      const retrying = events.filter((e) => e.chunk.type === "request_end" && e.chunk["status"] === "retrying")
+      for (const end of retrying) {
+        assert.strictEqual((end.chunk["error"] as { tag: string }).tag, "RunnerLost")
+        const begin = events.findLast((e) => e.chunk.type === "request_begin" && e.chunk.seq < end.chunk.seq)!
+        const shown = events.filter((e) => e.chunk.type === "text_delta" && e.chunk.seq > begin.chunk.seq && e.chunk.seq < end.chunk.seq)
+          .map((e) => e.chunk["content"]).join("")
+        const retried = events.find((e) => e.chunk.type === "turn_retried" && e.chunk.seq > end.chunk.seq)!
+        if (shown.length > 0) assert.include(retried.chunk["content"] as string, shown, `conversation ${i}: [turn_retried] carries the partial text`)
+      }
+      if (!moved.includes(i)) continue
+      const after = retrying.filter((e) => e.at >= since)
+      assert.isAbove(after.length, 0, `conversation ${i} was on the lost runner: its request is reconnected`)
+      takeovers.push(after[0]!.at - since)
+      const run = yield* json(`${reader}/v1/runs/${events[0]!.chunk.run_id}`)
+      assert.deepStrictEqual([run.body["status"], run.body["stop_reason"]], ["completed", "end_turn"])
+      assert.include(survivors, run.body["owner"], "a surviving runner owns it now")
+    }
+    return takeovers
+  })
+
+onPostgres("cluster failover (runner processes on one PostgreSQL)", () => {
   it.scopedLive("a runner killed mid-run: its conversations move, their runs reconnect, all 20 streams end once with contiguous seqs", () =>
     Effect.gen(function*() {
-      const { url } = yield* freshSchema
-      let release = () => {}
-      const released = new Promise<void>((resolve) => (release = resolve))
-      const model = yield* MockModelServer.make({
-        respond: (request) =>
-          request.body.includes("turn_retried")
-            ? Reply.text(["resumed ", "and done."])
-            : Reply.text(LONG, {}, { writes: [{ events: 6 }, { events: 1_000, after: released }] })
-      })
-      const dirs = yield* cliDirs
-      const runnerPorts = yield* Effect.all([freePort, freePort, freePort])
-      const runners = yield* Effect.all(
-        runnerPorts.map((port, i) =>
-          startServe(
-            ["--home", Path.join(dirs.root, `home-${i}`), "--database", url, "--cluster", "--runner-port", String(port), "--shard-lock-expiration", String(LOCK_EXPIRATION_MS)],
-            // A stray PORT must not become a runner's port: the flag wins.
-            { ...model.childEnv("openai-chat"), PORT: "1" }
-          )
-        ),
-        { concurrency: "unbounded" }
-      )
+      const { addresses, model, release, runners } = yield* startCluster(3, LOCK_EXPIRATION_MS)
       const [first, second, victim] = runners as [typeof runners[0], typeof runners[0], typeof runners[0]]
-      const victimAddress = `127.0.0.1:${runnerPorts[2]}`
-
-      // Every runner holds its share of the 300 shards, and together all of them, before anything starts.
-      const shardsOf = (base: string) => Effect.map(json(`${base}/healthz`), (r) => r.body["runner"] as { address: string; shards: ReadonlyArray<number> })
-      yield* eventually(
-        Effect.map(Effect.all(runners.map((r) => shardsOf(r.url))), (all) =>
-          all.every((r) => r.shards.length > 0) && new Set(all.flatMap((r) => r.shards)).size === 300 && all.reduce((n, r) => n + r.shards.length, 0) === 300),
-        "the three runners split the shards",
-        400
-      )
-      assert.deepStrictEqual((yield* shardsOf(victim.url)).address, victimAddress)
-
-      // Conversations are created through the victim too: any runner answers any request.
-      const ids: Array<string> = []
-      for (let i = 0; i < CONVERSATIONS; i++) {
-        const created = yield* json(`${runners[i % 3]!.url}/v1/conversations`, { method: "POST" })
-        assert.strictEqual(created.status, 201)
-        ids.push(created.body["id"] as string)
-      }
       // Each stream is read from a runner that survives; the runs live wherever their shards are.
-      const streams = ids.map(() => [] as Array<Event>)
-      const reading = yield* Effect.forkScoped(
-        Effect.all(ids.map((id, i) => sendAndRead((i % 2 === 0 ? first : second).url, id, streams[i]!)), { concurrency: "unbounded" })
-      )
-      yield* eventually(Effect.sync(() => streams.every((s) => s.filter((e) => e.chunk.type === "text_delta").length >= 3)), "every run is streaming")
-
-      const owners = yield* Effect.all(streams.map((s) => Effect.map(json(`${first.url}/v1/runs/${s[0]!.chunk.run_id}`), (r) => r.body)))
-      const moved = owners.flatMap((run, i) => (run["owner"] === victimAddress && run["status"] === "running" ? [i] : []))
+      const { reading, runs, streams } = yield* startRuns(CONVERSATIONS, runners.map((r) => r.url), [first.url, second.url])
+      const moved = runs.flatMap((run, i) => (run["owner"] === addresses[2] && run["status"] === "running" ? [i] : []))
       assert.isAbove(moved.length, 0, "the victim runs some of the conversations")
 
       const killedAt = Date.now()
       yield* victim.signal("SIGKILL")
       release()
       yield* reading.await
-
-      const takeovers: Array<number> = []
-      for (const [i, events] of streams.entries()) {
-        const seqs = events.map((e) => e.chunk.seq)
-        assert.deepStrictEqual(seqs, Array.from({ length: seqs.length }, (_, k) => k + 1), `conversation ${i}: contiguous seqs, no gap, no duplicate`)
-        assert.isTrue(events.every((e) => e.id === `${e.chunk.run_id}:${e.chunk.seq}` && e.chunk.run_id === events[0]!.chunk.run_id))
-        const stops = events.filter((e) => e.chunk.type === "stop_reason")
-        assert.strictEqual(stops.length, 1, `conversation ${i}: one stop_reason`)
-        assert.strictEqual(events.at(-1)!.chunk.type, "stop_reason")
-        assert.strictEqual(stops[0]!.chunk["reason"], "end_turn")
-        assert.include(events.filter((e) => e.chunk.type === "assistant_message").map((e) => e.chunk["content"]).join(""), "done.")
-        // Every reconnect is a runner lost (the kill, or a shard that moved), and carries what its request had shown.
-        const retrying = events.filter((e) => e.chunk.type === "request_end" && e.chunk["status"] === "retrying")
-        for (const end of retrying) {
-          assert.strictEqual((end.chunk["error"] as { tag: string }).tag, "RunnerLost")
-          const begin = events.findLast((e) => e.chunk.type === "request_begin" && e.chunk.seq < end.chunk.seq)!
-          const shown = events.filter((e) => e.chunk.type === "text_delta" && e.chunk.seq > begin.chunk.seq && e.chunk.seq < end.chunk.seq)
-            .map((e) => e.chunk["content"]).join("")
-          const retried = events.find((e) => e.chunk.type === "turn_retried" && e.chunk.seq > end.chunk.seq)!
-          if (shown.length > 0) assert.include(retried.chunk["content"] as string, shown, `conversation ${i}: [turn_retried] carries the partial text`)
-        }
-        if (!moved.includes(i)) continue
-        const afterKill = retrying.filter((e) => e.at >= killedAt)
-        assert.isAbove(afterKill.length, 0, `conversation ${i} was on the killed runner: its request is reconnected`)
-        takeovers.push(afterKill[0]!.at - killedAt)
-        const after = yield* json(`${first.url}/v1/runs/${events[0]!.chunk.run_id}`)
-        assert.deepStrictEqual([after.body["status"], after.body["stop_reason"]], ["completed", "end_turn"])
-        assert.include([`127.0.0.1:${runnerPorts[0]}`, `127.0.0.1:${runnerPorts[1]}`], after.body["owner"], "a surviving runner owns it now")
-      }
-      // The client sent each message once: one user message per conversation.
+      const takeovers = yield* checkStreams(streams, moved, killedAt, first.url, addresses.slice(0, 2))
+      // The client sent each message once: one first request per conversation reached the model.
       const requests = yield* model.requests
       assert.strictEqual(requests.filter((r) => !r.body.includes("turn_retried")).length, CONVERSATIONS)
       console.log(
         `cluster failover: ${moved.length}/${CONVERSATIONS} conversations moved; takeover (SIGKILL → reconnect on the new owner) ` +
           `${Math.min(...takeovers)}–${Math.max(...takeovers)} ms with a ${LOCK_EXPIRATION_MS} ms shard lock expiration`
       )
-    }), 120_000))
+    }), 120_000)
+
+  it.scopedLive("SIGTERM hands the runner's shards over at once: its runs go on elsewhere long before its locks would expire", () =>
+    Effect.gen(function*() {
+      const { addresses, release, runners } = yield* startCluster(2, LONG_LOCK_EXPIRATION_MS)
+      const [survivor, leaving] = runners as [typeof runners[0], typeof runners[0]]
+      const { reading, runs, streams } = yield* startRuns(6, runners.map((r) => r.url), [survivor.url])
+      const moved = runs.flatMap((run, i) => (run["owner"] === addresses[1] && run["status"] === "running" ? [i] : []))
+      assert.isAbove(moved.length, 0, "the leaving runner runs some of the conversations")
+
+      const stoppedAt = Date.now()
+      yield* leaving.stop
+      yield* leaving.exited
+      release()
+      yield* reading.await
+      const takeovers = yield* checkStreams(streams, moved, stoppedAt, survivor.url, [addresses[0]!])
+      console.log(`cluster handover: SIGTERM → reconnect on the new owner ${Math.min(...takeovers)}–${Math.max(...takeovers)} ms (locks would expire after ${LONG_LOCK_EXPIRATION_MS} ms)`)
+    }), 60_000)
+})

@@ -89,9 +89,10 @@ export const demo = Effect.fn("Commands.demo")(function*(options: { readonly fas
 export const serve = Effect.fn("Commands.serve")(function*(args: CommonArgs, options: ServeCommandOptions) {
   const io = nodeIo()
   const env = yield* resolveEnv({ ...args, server: undefined }, io.cwd())
+  // The cluster flags first: a runner without its database is wrong whatever the model.
+  const runner = yield* Layers.runner(env, options)
   const model = yield* Layers.model(env)
   const token = options.token ?? (yield* serverToken)
-  const runner = yield* Layers.runner(env, options)
   const serveOptions = {
     ...(options.host !== undefined ? { host: options.host } : {}),
     ...(options.port !== undefined ? { port: options.port } : {}),

@@ -18,7 +18,7 @@ ${b("Usage")}
   baton sessions show <id>         a conversation's history             ${d("(--json)")}
   baton sessions export <id>       its trace as trace_001.jsonl, …      ${d("(--out DIR)")}
   baton mcp list                   the workspace's MCP servers and their tools ${d("(--json)")}
-  baton serve                      host conversations over HTTP + SSE   ${d("(--host, --port, --token)")}
+  baton serve                      host conversations over HTTP + SSE   ${d("(--host, --port, --token; --cluster)")}
   baton replay <cassette>          run a recorded task again, no model needed
   baton demo [--fast]              see it work: a recorded coding task, no API key, no network
 

@@ -17,7 +17,7 @@ import { activityOf, type SendInput } from "../../domain/Run.js"
 import type { RunTail } from "../../services/RunTail.js"
 import { Store } from "../../services/Store.js"
 import { Compactions } from "./Compaction.js"
-import { type Job, makeJobs } from "./Jobs.js"
+import { announces, type Job, makeJobs, tracksCalls } from "./Jobs.js"
 import { Runs } from "./Run.js"
 import { openTurn, submitResult as commitResult } from "./Results.js"
 import { closeRun, RUNNER_LOST } from "./DeadRuns.js"
@@ -58,25 +58,6 @@ interface Admission<E> {
   readonly existing?: Effect.Effect<Option.Option<RunId>, E>
   readonly create: Effect.Effect<{ readonly runId: RunId; readonly lastSeq: number }, E>
 }
-
-/** The run log as a job's run uses it: the calls it streams are noted before they are committed (and seen). */
-const tracksCalls = (log: RunLog, calls: Ref.Ref<ReadonlySet<ToolCallId>>): RunLog => ({
-  ...log,
-  emit: (entries, options) =>
-    Effect.zipRight(
-      Ref.update(calls, (known) => {
-        const ids = entries.flatMap((e) => (e.event.type === "tool_call" ? [e.event.tool_call_id] : []))
-        return ids.length === 0 ? known : new Set([...known, ...ids])
-      }),
-      log.emit(entries, options)
-    )
-})
-
-/** The run log telling `committed` after each commit (followers elsewhere read the Store then). */
-const announces = (log: RunLog, committed: (runId: RunId) => Effect.Effect<void>): RunLog => ({
-  ...log,
-  emit: (entries, options) => Effect.tap(log.emit(entries, options), () => committed(log.runId))
-})
 
 type JobBody = (log: RunLog, job: Pick<Job, "cancelRequested" | "skip">, onStopped: Effect.Effect<void>) => Effect.Effect<void, unknown>
 

@@ -8,7 +8,7 @@
  */
 import * as Reactivity from "@effect/experimental/Reactivity"
 import * as PgClient from "@effect/sql-pg/PgClient"
-import { Context, Effect, Layer, Option, Redacted } from "effect"
+import { Chunk, Context, Effect, Layer, Option, Redacted, Stream } from "effect"
 import * as Fs from "node:fs"
 import { type ConversationId, Otid } from "../src/domain/Ids.js"
 import { Backend } from "../src/services/Backend.js"
@@ -76,7 +76,10 @@ const scenario = (database: string, runners: number) =>
     const outcomes = yield* Effect.forEach(ids, (id, i) => converse(backends[i % runners]!, id, delays), { concurrency: "unbounded" })
     const seconds = (performance.now() - began) / 1000
     const stored = yield* persisted(url, ids)
-    return { seconds, errors: outcomes.filter((o) => !o.ok || o.deltas !== DELTAS).length, chunksPerSecond: stored.chunks / stored.seconds }
+    for (const o of outcomes) {
+      if (!o.ok || o.deltas !== DELTAS) process.stderr.write(`bench cluster: a stream read ${o.deltas} deltas, ${o.chunks} chunks${o.error !== undefined ? `: ${o.error}` : ""}\n`)
+    }
+    return { ...stored, seconds, errors: outcomes.filter((o) => !o.ok || o.deltas !== DELTAS).length, chunksPerSecond: stored.chunks / stored.seconds }
   }).pipe(Effect.scoped, Effect.orDie)
 
 const persisted = (url: string, ids: ReadonlyArray<ConversationId>) =>
@@ -84,7 +87,12 @@ const persisted = (url: string, ids: ReadonlyArray<ConversationId>) =>
     const store = yield* Store
     const runs = (yield* Effect.forEach(ids, (id) => store.runByOtid(id, Otid.make(`go-${id}`)), { concurrency: 20 })).flatMap((r) => (Option.isSome(r) ? [r.value] : []))
     const window = Math.max(...runs.map((r) => r.updatedAt)) - Math.min(...runs.map((r) => r.createdAt))
-    return { chunks: runs.reduce((n, r) => n + r.lastSeq, 0), seconds: window / 1000 }
+    // Runs that reconnected: a shard that moved while they ran (a runner that fell behind its heartbeat).
+    const reconnected = (yield* Effect.forEach(runs, (r) =>
+      Effect.map(Stream.runCollect(store.readChunks(r.id, 0)), (chunks) =>
+        Chunk.some(chunks, (c) => c.type === "request_end" && c.status === "retrying")), { concurrency: 20 })).filter(Boolean).length
+    const failed = runs.filter((r) => r.stopReason !== "end_turn").map((r) => r.stopReason ?? r.status)
+    return { chunks: runs.reduce((n, r) => n + r.lastSeq, 0), seconds: window / 1000, reconnected, failed, missing: ids.length - runs.length }
   }).pipe(Effect.provide(layerPg({ url })), Effect.scoped)
 
 export const clusterRows: Effect.Effect<ReadonlyArray<Row>> = Effect.gen(function*() {
@@ -93,13 +101,15 @@ export const clusterRows: Effect.Effect<ReadonlyArray<Row>> = Effect.gen(functio
     return [{ figure: "conversations-1000 on a cluster", value: Number.NaN, unit: "", note: "skipped: set BENCH_DATABASE_URL (or run under scripts/with-postgres.sh)" }]
   }
   const rows: Array<Row> = []
-  for (const runners of [1, 3]) {
+  for (const runners of (process.env["BENCH_RUNNERS"] ?? "1,3").split(",").map(Number)) {
     const figures = yield* scenario(DATABASE, runners)
     rows.push({
       figure: `conversations-1000 (serve --cluster, ${runners} runner${runners === 1 ? "" : "s"}, PostgreSQL): chunks persisted/s, ${n} × ${DELTAS} deltas 20 ms apart`,
       value: figures.chunksPerSecond,
       unit: "chunks/s",
-      note: `${figures.errors} errors; all read in ${figures.seconds.toFixed(1)} s`
+      note: `${figures.errors} errors (${figures.reconnected} runs reconnected as shards moved, ${figures.missing} never started, ended: ${
+        figures.failed.join(", ") || "all end_turn"
+      }); all read in ${figures.seconds.toFixed(1)} s`
     })
   }
   return rows

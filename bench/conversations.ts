@@ -92,6 +92,8 @@ interface Outcome {
   readonly chunks: number
   readonly deltas: number
   readonly ok: boolean
+  /** Why the stream failed, when it did. */
+  readonly error?: string
 }
 
 /** One conversation: sent, read to its stop reason; every delta's delay recorded in `delays`. */
@@ -116,8 +118,9 @@ export const converse = (backend: Backend["Type"], id: Parameters<Backend["Type"
         })
       )
     )
-    return { chunks, deltas, ok } satisfies Outcome
-  }).pipe(Effect.catchAll(() => Effect.succeed<Outcome>({ chunks: 0, deltas: 0, ok: false })))
+    const outcome: Outcome = { chunks, deltas, ok }
+    return outcome
+  }).pipe(Effect.catchAll((e) => Effect.succeed<Outcome>({ chunks: 0, deltas: 0, ok: false, error: `${e._tag}: ${e.message}` })))
 
 /** Where the conversations live: what drives them, and (once they are done) what it cost. */
 interface Host {

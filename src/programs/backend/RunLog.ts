@@ -157,10 +157,14 @@ export const followStored = (
     Effect.gen(function*() {
       const chunks = yield* Stream.runCollect(store.readChunks(runId, cursor.after))
       const last = Option.getOrUndefined(EChunk.last(chunks))
-      let done = last !== undefined && isStop(last)
+      const done = last !== undefined && isStop(last)
       if (!done && chunks.length === 0) {
-        if ((yield* store.getRun(runId)).status !== "running") done = true
-        else yield* idle(pollMs)
+        // A run's end commits with its status: one that ended since the read above has its last
+        // chunks in the Store now; read them, then stop.
+        if ((yield* store.getRun(runId)).status !== "running") {
+          return [yield* Stream.runCollect(store.readChunks(runId, cursor.after)), Option.none()] as const
+        }
+        yield* idle(pollMs)
       }
       const next = { after: last?.seq ?? cursor.after, done }
       return [chunks, done ? Option.none() : Option.some(next)] as const

@@ -35,6 +35,10 @@ ${b("Options")} ${d("(run, chat, replay)")}
   --home DIR            conversations and settings.json                      ${d("BATON_HOME, default ~/.baton")}
   --server URL          use a \`baton serve\` backend instead of the local one   ${d("BATON_TOKEN for its token")}
 
+${b("Cluster")} ${d("(baton serve --cluster: every runner on one --database PostgreSQL shares the conversations)")}
+  --runner-host H --runner-port N    this runner's address for the others   ${d("default 127.0.0.1:34431")}
+  --shard-lock-expiration MS         a lost runner's conversations move after this ${d("BATON_SHARD_LOCK_EXPIRATION_MS, default 10000")}
+
 ${b("Keys")} come only from the environment: BATON_API_KEY, or OPENAI_API_KEY / ANTHROPIC_API_KEY
 (each sent only to its own vendor's hosts). Settings: $BATON_HOME/settings.json, <workspace>/.baton/settings.json;
 MCP servers also from <workspace>/.mcp.json.

@@ -28,16 +28,16 @@ import { epochMs, stampsOf } from "./support/LoopbackModel.js"
 import type { Row } from "./support/Table.js"
 
 const root = Path.join(import.meta.dirname, "..")
-const bin = process.env["BENCH_BIN"] ?? Path.join(root, "dist", "bin", "baton.js")
+export const bin = process.env["BENCH_BIN"] ?? Path.join(root, "dist", "bin", "baton.js")
 /** Extra node flags for the server, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` to see where its time goes. */
 const serveFlags = (process.env["BENCH_SERVE_FLAGS"] ?? "").split(" ").filter((f) => f !== "")
 const loopbackMain = Path.join(import.meta.dirname, "support", "LoopbackMain.ts")
 
-const CONVERSATIONS = Number(process.env["BENCH_CONVERSATIONS"] ?? 1000)
-const DELTAS = 500
+export const CONVERSATIONS = Number(process.env["BENCH_CONVERSATIONS"] ?? 1000)
+export const DELTAS = 500
 
 /** The loopback model in a process of its own; closed with the scope. */
-const loopbackProcess = (options: { readonly paceMs: number }) =>
+export const loopbackProcess = (options: { readonly paceMs: number }) =>
   Effect.acquireRelease(
     Effect.promise(() =>
       new Promise<{ readonly baseUrl: string; readonly close: () => Promise<void> }>((resolve, reject) => {
@@ -92,10 +92,12 @@ interface Outcome {
   readonly chunks: number
   readonly deltas: number
   readonly ok: boolean
+  /** Why the stream failed, when it did. */
+  readonly error?: string
 }
 
 /** One conversation: sent, read to its stop reason; every delta's delay recorded in `delays`. */
-const converse = (backend: Backend["Type"], id: Parameters<Backend["Type"]["send"]>[0], delays: Array<number>) =>
+export const converse = (backend: Backend["Type"], id: Parameters<Backend["Type"]["send"]>[0], delays: Array<number>) =>
   Effect.gen(function*() {
     let chunks = 0
     let deltas = 0
@@ -116,8 +118,9 @@ const converse = (backend: Backend["Type"], id: Parameters<Backend["Type"]["send
         })
       )
     )
-    return { chunks, deltas, ok } satisfies Outcome
-  }).pipe(Effect.catchAll(() => Effect.succeed<Outcome>({ chunks: 0, deltas: 0, ok: false })))
+    const outcome: Outcome = { chunks, deltas, ok }
+    return outcome
+  }).pipe(Effect.catchAll((e) => Effect.succeed<Outcome>({ chunks: 0, deltas: 0, ok: false, error: `${e._tag}: ${e.message}` })))
 
 /** Where the conversations live: what drives them, and (once they are done) what it cost. */
 interface Host {

@@ -9,6 +9,7 @@ import { build as esbuild } from "esbuild"
 import { execFileSync } from "node:child_process"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
+import { clusterRows } from "./cluster.js"
 import { conversationRows } from "./conversations.js"
 import { providerRows } from "./ProviderThroughput.js"
 import { remoteRows } from "./RemoteStream.js"
@@ -46,7 +47,8 @@ const sections: ReadonlyArray<readonly [string, Effect.Effect<ReadonlyArray<Row>
   ["store", storeRows],
   ["provider", providerRows],
   ["remote", remoteRows],
-  ["tools", toolRows]
+  ["tools", toolRows],
+  ["cluster", clusterRows]
 ]
 
 const main = Effect.gen(function*() {

@@ -129,7 +129,21 @@ const serve = Command.make(
     database: databaseOption,
     host: Options.text("host").pipe(Options.withDescription("Address to bind (default 127.0.0.1; any other needs a token)"), Options.optional),
     port: Options.integer("port").pipe(Options.withDescription("Port (default 8283; 0 picks a free one)"), Options.optional),
-    token: Options.redacted("token").pipe(Options.withDescription("Require this bearer token (BATON_TOKEN); never logged"), Options.optional)
+    token: Options.redacted("token").pipe(Options.withDescription("Require this bearer token (BATON_TOKEN); never logged"), Options.optional),
+    cluster: Options.boolean("cluster").pipe(
+      Options.withDescription("Run as one runner of a cluster: every `serve --cluster` on the same --database shares the conversations")
+    ),
+    runnerHost: Options.text("runner-host").pipe(
+      Options.withDescription("With --cluster: the address other runners reach this one at (default 127.0.0.1)"),
+      Options.optional
+    ),
+    runnerPort: Options.integer("runner-port").pipe(Options.withDescription("With --cluster: the runner's TCP port (default 34431)"), Options.optional),
+    shardLockExpiration: Options.integer("shard-lock-expiration").pipe(
+      Options.withPseudoName("MS"),
+      Options.withFallbackConfig(Config.integer("BATON_SHARD_LOCK_EXPIRATION_MS")),
+      Options.withDescription("With --cluster: how long a lost runner's conversations wait for a new owner (default 10000; BATON_SHARD_LOCK_EXPIRATION_MS)"),
+      Options.optional
+    )
   },
   (a) =>
     lazy((m) =>
@@ -142,7 +156,15 @@ const serve = Command.make(
           home: Option.getOrUndefined(a.home),
           database: Option.getOrUndefined(a.database)
         },
-        { host: Option.getOrUndefined(a.host), port: Option.getOrUndefined(a.port), token: Option.getOrUndefined(a.token) }
+        {
+          host: Option.getOrUndefined(a.host),
+          port: Option.getOrUndefined(a.port),
+          token: Option.getOrUndefined(a.token),
+          cluster: a.cluster,
+          runnerHost: Option.getOrUndefined(a.runnerHost),
+          runnerPort: Option.getOrUndefined(a.runnerPort),
+          shardLockExpirationMs: Option.getOrUndefined(a.shardLockExpiration)
+        }
       ), { metrics: true })
 ).pipe(Command.withDescription("Host conversations over HTTP + SSE for clients using --server (runs survive disconnects)"))
 

@@ -64,6 +64,11 @@ export class StreamBroken extends Schema.TaggedError<StreamBroken>()("StreamBrok
   message: Schema.String
 }) {}
 
+/** The runner that owned the run's conversation stopped mid-request; its new owner reconnects (a cluster takeover). */
+export class RunnerLost extends Schema.TaggedError<RunnerLost>()("RunnerLost", {
+  message: Schema.String
+}) {}
+
 /** A compaction's answer was no summary: it called tools, or said nothing. Re-asked at once (the model's mistake, not the network's). */
 export class InvalidSummary extends Schema.TaggedError<InvalidSummary>()("InvalidSummary", {
   toolCalls: Schema.NonNegativeInt,

@@ -5,6 +5,7 @@ import type {
   ChunkSeqError,
   EmptyResponse,
   InvalidSummary,
+  RunnerLost,
   StoreBusy,
   StreamBroken
 } from "./Errors.js"
@@ -74,6 +75,7 @@ export type Failure =
   | ProviderError
   | EmptyResponse
   | InvalidSummary
+  | RunnerLost
   | StoreBusy
   | StreamBroken
   | ApprovalPending
@@ -102,6 +104,7 @@ const categories: { readonly [Tag in Failure["_tag"]]: Category } = {
   ProviderOverloaded: "reconnect",
   ProviderTransientQuota: "reconnect",
   StreamBroken: "reconnect",
+  RunnerLost: "reconnect",
   ProviderContextOverflow: "overflow",
   ProviderRequestTooLarge: "too_large",
   Conflict: "busy",

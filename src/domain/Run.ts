@@ -1,5 +1,6 @@
-import type { ApprovalDecision, StopReasonValue } from "./Events.js"
-import type { ConversationId, Otid, RunId } from "./Ids.js"
+import { Schema } from "effect"
+import { type ApprovalDecision, StopReasonValue } from "./Events.js"
+import { ConversationId, type Otid, RunId } from "./Ids.js"
 import type { InputMessage } from "./Messages.js"
 import type { ThinkingLevel } from "./ProviderEvent.js"
 
@@ -35,3 +36,33 @@ export interface SendInput {
 
 /** The activity a conversation's one job is busy with, as a Conflict reports it. */
 export const activityOf = (kind: RunKind): "run" | "compaction" => (kind === "compaction" ? "compaction" : "run")
+
+/**
+ * A run as `Backend.getRun` (GET /v1/runs/:id) shows it: its status, its stop reason once it has one,
+ * and its owner — the process running it (`host:pid:start`), or on a cluster the runner (`host:port`)
+ * whose shard holds its conversation; a takeover records the new one.
+ */
+export const RunInfo = Schema.Struct({
+  id: RunId,
+  conversation_id: ConversationId,
+  kind: Schema.Literal("turn", "compaction"),
+  status: Schema.Literal("running", "completed", "failed", "cancelled"),
+  stop_reason: Schema.optionalWith(StopReasonValue, { exact: true }),
+  last_seq: Schema.NonNegativeInt,
+  owner: Schema.optionalWith(Schema.String, { exact: true }),
+  created_at: Schema.Int,
+  updated_at: Schema.Int
+})
+export type RunInfo = typeof RunInfo.Type
+
+export const runInfo = (run: Run): RunInfo => ({
+  id: run.id,
+  conversation_id: run.conversationId,
+  kind: run.kind,
+  status: run.status,
+  ...(run.stopReason !== undefined ? { stop_reason: run.stopReason } : {}),
+  last_seq: run.lastSeq,
+  ...(run.owner !== undefined ? { owner: run.owner } : {}),
+  created_at: run.createdAt,
+  updated_at: run.updatedAt
+})

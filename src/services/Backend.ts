@@ -7,7 +7,7 @@ import type { ApprovalDecision, Chunk, CompactionReason } from "../domain/Events
 import type { ListConversationsOptions, Page, StoredItem } from "../domain/History.js"
 import type { ConversationId, RunId } from "../domain/Ids.js"
 import type { ToolCall, ToolReturn, UserMessage } from "../domain/Messages.js"
-import type { SendInput } from "../domain/Run.js"
+import type { RunInfo, SendInput } from "../domain/Run.js"
 import type { Pricing, UsageReport } from "../domain/Usage.js"
 
 /**
@@ -55,6 +55,8 @@ export class Backend extends Context.Tag("baton/Backend")<Backend, {
    * The run belongs to the backend: a reader that stops does not stop it.
    */
   readonly send: (id: ConversationId, input: SendInput) => Stream.Stream<Chunk, BackendError>
+  /** The run's record: status, stop reason, the process (or cluster runner) that owns it. */
+  readonly getRun: (runId: RunId) => Effect.Effect<RunInfo, BackendError>
   /** Chunks with seq > after (from the store), then the live tail, ending with the stop_reason. */
   readonly streamRun: (runId: RunId, options?: { readonly after?: number }) => Stream.Stream<Chunk, BackendError>
   /**

@@ -84,6 +84,8 @@ export class Store extends Context.Tag("baton/Store")<Store, {
   readonly getRun: (id: RunId) => Effect.Effect<Run, NotFound | StoreError>
   readonly runByOtid: (id: ConversationId, otid: Otid) => Effect.Effect<Option.Option<Run>, StoreError>
   readonly activeRun: (id: ConversationId) => Effect.Effect<Option.Option<Run>, StoreError>
+  /** Records a new owner of a run still `running` (a cluster runner that took it over); a finished run is left as it is. */
+  readonly claimRun: (id: RunId, owner: string) => Effect.Effect<void, StoreError>
   /** Runs still `running` in any conversation (left by a process that died). */
   readonly runningRuns: Effect.Effect<ReadonlyArray<Run>, StoreError>
   /** Chunks with seq > after, in order; the stream ends at the last committed chunk. */

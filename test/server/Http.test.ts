@@ -211,6 +211,7 @@ describe("server HTTP protocol", () => {
         "PATCH /v1/conversations/{id}",
         "POST /v1/conversations/{id}/messages",
         "GET /v1/conversations/{id}/messages",
+        "GET /v1/runs/{id}",
         "GET /v1/runs/{id}/stream",
         "POST /v1/conversations/{id}/cancel",
         "GET /v1/conversations/{id}/pending-approvals",

@@ -2,6 +2,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect, Either, Fiber, type Layer, Stream, TestClock } from "effect"
 import type { Chunk } from "../../src/domain/Events.js"
 import { IMAGE_OMITTED_TEXT } from "../../src/domain/Messages.js"
+import { RunId } from "../../src/domain/Ids.js"
 import * as PE from "../../src/domain/ProviderError.js"
 import { Backend } from "../../src/services/Backend.js"
 import { ProviderScript, type ScriptEntry, Turn } from "../../src/services/provider/Scripted.js"
@@ -243,6 +244,28 @@ export const backendContract = (name: string, make: MakeBackend) =>
           assert.deepStrictEqual(rest.map((c) => c.seq), Array.from({ length: rest.length }, (_, i) => i + 4))
           assert.strictEqual(rest.at(-1)!.type, "stop_reason")
           assert.strictEqual(textOf(rest), "abcde")
+        })))
+
+    it.effect("getRun: a run's record — running with its owner while it streams, then its status and stop reason; an unknown id is NotFound", () =>
+      withBackend([Turn.stall({ text: "wait" }), Turn.text("done")], (backend) =>
+        Effect.gen(function*() {
+          const conv = yield* backend.createConversation(settings)
+          const first = yield* Effect.fork(collect(backend.send(conv.id, input(user("go")))))
+          const runId = yield* eventually(Effect.map(backend.history(conv.id), (items) => items.some((h) => h.item.type === "request_begin")), "the run began").pipe(
+            Effect.zipRight(backend.history(conv.id)),
+            Effect.map((items) => items.find((h) => h.item.type === "request_begin")!.item.run_id!)
+          )
+          const running = yield* backend.getRun(runId)
+          assert.deepStrictEqual([running.status, running.conversation_id, running.kind, running.stop_reason], ["running", conv.id, "turn", undefined])
+          assert.isString(running.owner)
+          yield* backend.cancel(conv.id)
+          yield* Fiber.join(first)
+          const done = yield* backend.getRun(runId)
+          assert.deepStrictEqual([done.status, done.stop_reason], ["cancelled", "cancelled"])
+          const chunks = yield* collect(backend.streamRun(runId))
+          assert.strictEqual(done.last_seq, chunks.at(-1)!.seq)
+          const missing = yield* Effect.either(backend.getRun(RunId.make("no-such-run")))
+          assert.isTrue(Either.isLeft(missing) && missing.left._tag === "NotFound")
         })))
 
     it.effect("streamRun of a finished run: the rest from any seq, and nothing (but an end) from its last", () =>

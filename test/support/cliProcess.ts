@@ -120,6 +120,7 @@ export const startListening = (command: string, args: ReadonlyArray<string>, env
       url: yield* Deferred.await(url),
       exited: Deferred.await(exited),
       stop: Effect.sync(() => void child.kill("SIGTERM")),
+      signal: (signal: NodeJS.Signals) => Effect.sync(() => void child.kill(signal)),
       stderr: Effect.sync(() => stderr)
     }
   })

@@ -1,4 +1,5 @@
-import { Cause, Deferred, Effect, Either, Fiber, Option, Ref, type Stream } from "effect"
+import { Cause, Chunk as EChunk, Deferred, Effect, Either, Exit, Fiber, Option, Ref, Stream } from "effect"
+import type { Conversation } from "../../domain/Conversation.js"
 import type { CarryOver } from "../../domain/CarryOver.js"
 import { closeCalls } from "../../domain/CarryOver.js"
 import type { BackendError, StoreError } from "../../domain/Errors.js"
@@ -9,15 +10,19 @@ import type { ApprovalDecision } from "../../domain/Events.js"
 import { type ConversationId, Otid, type RunId, type ToolCallId } from "../../domain/Ids.js"
 import type { ToolReturn } from "../../domain/Messages.js"
 import { planInput } from "../../domain/ToolResults.js"
+import type { ThinkingLevel } from "../../domain/ProviderEvent.js"
 import type { Budgets } from "../../domain/Recovery.js"
 import { skippableWait } from "../../domain/RecoverySchedule.js"
 import { activityOf, type SendInput } from "../../domain/Run.js"
+import type { RunTail } from "../../services/RunTail.js"
 import { Store } from "../../services/Store.js"
 import { Compactions } from "./Compaction.js"
-import { type Job, makeJobs } from "./Jobs.js"
+import { announces, type Job, makeJobs, tracksCalls } from "./Jobs.js"
 import { Runs } from "./Run.js"
 import { openTurn, submitResult as commitResult } from "./Results.js"
+import { closeRun, RUNNER_LOST } from "./DeadRuns.js"
 import { followStored, makeRunLog, type RunLog } from "./RunLog.js"
+import { recordOf, type RunRecord } from "./RunRecord.js"
 
 export interface Actors {
   /** Starts a run for `input` (or finds the one its otid started) and streams it from its first chunk. */
@@ -32,6 +37,19 @@ export interface Actors {
   readonly isBusy: (id: ConversationId) => Effect.Effect<boolean, StoreError>
   /** Commits one tool result as its tool finished (see Results.submitResult). */
   readonly submitResult: (id: ConversationId, result: ToolReturn, decision?: ApprovalDecision) => Effect.Effect<void, BackendError>
+  /** `send` without the stream: the run `input` started (or the one its otid started before). */
+  readonly admitSend: (id: ConversationId, input: SendInput) => Effect.Effect<RunId, BackendError>
+  /** `compact` without the stream: the compaction's run. */
+  readonly admitCompaction: (id: ConversationId, reason: CompactionReason) => Effect.Effect<RunId, BackendError>
+  /**
+   * Keeps a run going here until it stops: the job live in this process, or — a run left `running`
+   * by a runner that was lost (a cluster takeover) — resumed from its committed chunks as a reconnect
+   * (a compaction is closed as failed instead). Interrupting it stops the job without recording a
+   * cancel, leaving the run to its next owner.
+   */
+  readonly drive: (runId: RunId, options?: { readonly thinking?: ThinkingLevel }) => Effect.Effect<void, BackendError>
+  /** The conversation's run left `running` by a lost runner, resumed here first (before a cancel or a result reaches it). */
+  readonly adoptActive: (id: ConversationId) => Effect.Effect<void, BackendError>
 }
 
 /** How a job is admitted: the run this request already started (its otid), else a new one. */
@@ -40,19 +58,6 @@ interface Admission<E> {
   readonly existing?: Effect.Effect<Option.Option<RunId>, E>
   readonly create: Effect.Effect<{ readonly runId: RunId; readonly lastSeq: number }, E>
 }
-
-/** The run log as a job's run uses it: the calls it streams are noted before they are committed (and seen). */
-const tracksCalls = (log: RunLog, calls: Ref.Ref<ReadonlySet<ToolCallId>>): RunLog => ({
-  ...log,
-  emit: (entries, options) =>
-    Effect.zipRight(
-      Ref.update(calls, (known) => {
-        const ids = entries.flatMap((e) => (e.event.type === "tool_call" ? [e.event.tool_call_id] : []))
-        return ids.length === 0 ? known : new Set([...known, ...ids])
-      }),
-      log.emit(entries, options)
-    )
-})
 
 type JobBody = (log: RunLog, job: Pick<Job, "cancelRequested" | "skip">, onStopped: Effect.Effect<void>) => Effect.Effect<void, unknown>
 
@@ -64,6 +69,8 @@ export const makeActors = Effect.fn("Actors.make")(function*(options: {
   readonly budgets: Budgets
   /** Recorded on every run this process starts (see ProcessIdentity). */
   readonly owner: string
+  /** How followers in other processes hear of this one's commits, and this one's of theirs (a cluster). */
+  readonly tail?: RunTail["Type"]
 }) {
   const store = yield* Store
   const runs = yield* Runs
@@ -80,6 +87,27 @@ export const makeActors = Effect.fn("Actors.make")(function*(options: {
       return Option.map(yield* store.activeRun(id), (run) => ({ runId: run.id, activity: activityOf(run.kind) }))
     })
 
+  /** Runs `body` as the conversation's one job, in the backend's scope; called under admission. */
+  const launch = (id: ConversationId, kind: Job["kind"], run: { readonly runId: RunId; readonly lastSeq: number }, body: JobBody, streamed: ReadonlyArray<ToolCallId> = []) =>
+    Effect.gen(function*() {
+      const { runId } = run
+      const calls = yield* Ref.make<ReadonlySet<ToolCallId>>(new Set(streamed))
+      const made = yield* makeRunLog(store, { conversationId: id, runId, lastSeq: run.lastSeq })
+      const log = tracksCalls(options.tail === undefined ? made : announces(made, options.tail.committed), calls)
+      const cancelRequested = yield* Ref.make(false)
+      const skip = yield* Ref.make(yield* Deferred.make<void>())
+      const go = yield* Deferred.make<void>()
+      const onStopped = jobs.remove(id, runId)
+      const fiber = yield* Deferred.await(go).pipe(
+        Effect.zipRight(body(log, { cancelRequested, skip }, onStopped)),
+        Effect.catchAllCause((cause) => Effect.logError(`${kind} ${runId} failed`, cause)),
+        Effect.ensuring(onStopped),
+        Effect.forkIn(scope)
+      )
+      yield* jobs.add({ conversationId: id, runId, kind, log, fiber, cancelRequested, skip, calls })
+      yield* Deferred.succeed(go, undefined)
+    })
+
   const startJob = <E>(id: ConversationId, kind: Job["kind"], admit: Admission<E>, body: JobBody) =>
     admission.withPermits(1)(
       Effect.gen(function*() {
@@ -87,31 +115,34 @@ export const makeActors = Effect.fn("Actors.make")(function*(options: {
         if (Option.isSome(existing)) return existing.value
         const active = yield* activeJob(id)
         if (Option.isSome(active)) return yield* busyWith(id, active.value.runId, active.value.activity)
-        const { lastSeq, runId } = yield* admit.create
-        const calls = yield* Ref.make<ReadonlySet<ToolCallId>>(new Set())
-        const log = tracksCalls(yield* makeRunLog(store, { conversationId: id, runId, lastSeq }), calls)
-        const cancelRequested = yield* Ref.make(false)
-        const skip = yield* Ref.make(yield* Deferred.make<void>())
-        const go = yield* Deferred.make<void>()
-        const onStopped = jobs.remove(id, runId)
-        const fiber = yield* Deferred.await(go).pipe(
-          Effect.zipRight(body(log, { cancelRequested, skip }, onStopped)),
-          Effect.catchAllCause((cause) => Effect.logError(`${kind} ${runId} failed`, cause)),
-          Effect.ensuring(onStopped),
-          Effect.forkIn(scope)
-        )
-        yield* jobs.add({ conversationId: id, runId, kind, log, fiber, cancelRequested, skip, calls })
-        yield* Deferred.succeed(go, undefined)
-        return runId
+        const created = yield* admit.create
+        yield* launch(id, kind, created, body)
+        return created.runId
       })
     )
 
   const follow = Effect.fn("Actors.follow")(function*(runId: RunId, after: number) {
     const job = yield* jobs.byRun(runId)
-    return Option.isSome(job) ? job.value.log.follow(after) : followStored(store, runId, after)
+    if (Option.isSome(job)) return job.value.log.follow(after)
+    const tail = options.tail
+    if (tail === undefined) return followStored(store, runId, after)
+    // The owner's notices wake it; a second is the bound for one that was missed.
+    return Stream.unwrapScoped(Effect.map(tail.watch(runId), (next) => followStored(store, runId, after, 1_000, next)))
   })
 
-  const send = Effect.fn("Actors.send")(function*(id: ConversationId, input: SendInput) {
+  const turn = (conversation: Conversation, thinking: ThinkingLevel | undefined, resumed?: RunRecord): JobBody => (log, job, onStopped) =>
+    runs.run({
+      log,
+      conversation,
+      thinking,
+      budgets: options.budgets,
+      wait: skippableWait(job.skip),
+      onStopped,
+      cancelRequested: Ref.get(job.cancelRequested),
+      ...(resumed !== undefined ? { resumed } : {})
+    })
+
+  const admitSend = Effect.fn("Actors.admitSend")(function*(id: ConversationId, input: SendInput) {
     const first = input.messages[0]
     if (first === undefined) return yield* new InvalidInput({ message: "a run needs at least one input message" })
     const conversation = yield* store.getConversation(id)
@@ -137,18 +168,13 @@ export const makeActors = Effect.fn("Actors.make")(function*(options: {
         existing: Effect.map(store.runByOtid(id, first.otid), Option.map((run) => run.id)),
         create
       },
-      (log, job, onStopped) =>
-        runs.run({
-          log,
-          conversation,
-          thinking: input.thinking,
-          budgets: options.budgets,
-          wait: skippableWait(job.skip),
-          onStopped,
-          cancelRequested: Ref.get(job.cancelRequested)
-        })
+      turn(conversation, input.thinking)
     )
-    return yield* follow(runId, 0)
+    return runId
+  })
+
+  const send = Effect.fn("Actors.send")(function*(id: ConversationId, input: SendInput) {
+    return yield* follow(yield* admitSend(id, input), 0)
   })
 
   const cancel = Effect.fn("Actors.cancel")(function*(id: ConversationId, carryOver?: CarryOver) {
@@ -179,7 +205,7 @@ export const makeActors = Effect.fn("Actors.make")(function*(options: {
     if (Option.isSome(job)) yield* Deferred.succeed(yield* Ref.get(job.value.skip), undefined)
   })
 
-  const compact = Effect.fn("Actors.compact")(function*(id: ConversationId, reason: CompactionReason) {
+  const admitCompaction = Effect.fn("Actors.admitCompaction")(function*(id: ConversationId, reason: CompactionReason) {
     const conversation = yield* store.getConversation(id)
     const runId = yield* startJob(
       id,
@@ -205,7 +231,11 @@ export const makeActors = Effect.fn("Actors.make")(function*(options: {
           })
         })
     )
-    return yield* follow(runId, 0)
+    return runId
+  })
+
+  const compact = Effect.fn("Actors.compact")(function*(id: ConversationId, reason: CompactionReason) {
+    return yield* follow(yield* admitCompaction(id, reason), 0)
   })
 
   const isBusy = Effect.fn("Actors.isBusy")(function*(id: ConversationId) {
@@ -221,6 +251,35 @@ export const makeActors = Effect.fn("Actors.make")(function*(options: {
     }))
   })
 
-  const actors: Actors = { send, follow, cancel, skipReconnectWait, compact, isBusy, submitResult }
+  /** A run left `running` by a lost runner, made this process's job (under admission; nothing if it is live or over). */
+  const adopt = (runId: RunId, thinking: ThinkingLevel | undefined): Effect.Effect<void, BackendError> =>
+    admission.withPermits(1)(Effect.gen(function*() {
+      if (Option.isSome(yield* jobs.byRun(runId))) return
+      const run = yield* store.getRun(runId)
+      if (run.status !== "running") return
+      if (run.kind === "compaction") return yield* closeRun(store, run, RUNNER_LOST)
+      yield* store.claimRun(runId, options.owner)
+      const chunks = yield* Stream.runCollect(store.readChunks(runId, 0))
+      const conversation = yield* store.getConversation(run.conversationId)
+      const streamed = EChunk.toReadonlyArray(chunks).flatMap((c) => (c.type === "tool_call" ? [c.tool_call_id] : []))
+      yield* launch(run.conversationId, "run", { runId, lastSeq: run.lastSeq }, turn(conversation, thinking, recordOf(chunks)), streamed)
+    })).pipe(Effect.catchTags({ ChunkSeqError: Effect.die, ToolCallAnswered: Effect.die }))
+
+  const adoptActive = Effect.fn("Actors.adoptActive")(function*(id: ConversationId) {
+    const active = yield* store.activeRun(id)
+    if (Option.isSome(active)) yield* adopt(active.value.id, undefined)
+  })
+
+  const drive = Effect.fn("Actors.drive")(function*(runId: RunId, opts?: { readonly thinking?: ThinkingLevel }) {
+    yield* adopt(runId, opts?.thinking)
+    const job = yield* jobs.byRun(runId)
+    if (Option.isNone(job)) return
+    const fiber = job.value.fiber
+    const exit = yield* Fiber.await(fiber).pipe(Effect.onInterrupt(() => Fiber.interrupt(fiber)))
+    // A job stopped by a shutdown left its run `running`: this drive is not done, its next owner's is.
+    if (Exit.isInterrupted(exit) && (yield* store.getRun(runId)).status === "running") return yield* Effect.interrupt
+  })
+
+  const actors: Actors = { send, follow, cancel, skipReconnectWait, compact, isBusy, submitResult, admitSend, admitCompaction, drive, adoptActive }
   return actors
 })

@@ -43,3 +43,22 @@ export const makeJobs: Effect.Effect<Jobs> = Effect.map(Ref.make(new Map<Convers
       return next
     }))
 }))
+
+/** The run log as a job's run uses it: the calls it streams are noted before they are committed (and seen). */
+export const tracksCalls = (log: RunLog, calls: Ref.Ref<ReadonlySet<ToolCallId>>): RunLog => ({
+  ...log,
+  emit: (entries, options) =>
+    Effect.zipRight(
+      Ref.update(calls, (known) => {
+        const ids = entries.flatMap((e) => (e.event.type === "tool_call" ? [e.event.tool_call_id] : []))
+        return ids.length === 0 ? known : new Set([...known, ...ids])
+      }),
+      log.emit(entries, options)
+    )
+})
+
+/** The run log telling `committed` after each commit (followers elsewhere read the Store then). */
+export const announces = (log: RunLog, committed: (runId: RunId) => Effect.Effect<void>): RunLog => ({
+  ...log,
+  emit: (entries, options) => Effect.tap(log.emit(entries, options), () => committed(log.runId))
+})

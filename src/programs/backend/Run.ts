@@ -1,16 +1,17 @@
 import { Cause, Effect, Option, Ref } from "effect"
 import type { Conversation } from "../../domain/Conversation.js"
-import { EmptyResponse } from "../../domain/Errors.js"
+import { EmptyResponse, RunnerLost } from "../../domain/Errors.js"
 import { type Chunk, type ErrorInfo, errorInfo, type StopReasonValue, type TaskEvent } from "../../domain/Events.js"
 import type { NewItem } from "../../domain/History.js"
 import { Otid } from "../../domain/Ids.js"
 import { isMessage } from "../../domain/ItemLog.js"
-import { type ToolCall, type UserMessage, withoutImages } from "../../domain/Messages.js"
+import { type UserMessage, withoutImages } from "../../domain/Messages.js"
 import { modelRequest } from "../../domain/ModelRequest.js"
 import type { ThinkingLevel } from "../../domain/ProviderEvent.js"
 import { type Budgets, EMPTY_RESPONSE_REMINDER, type Failure } from "../../domain/Recovery.js"
 import { retry, type Step } from "../../domain/RecoverySchedule.js"
 import { type Assembly, emptyAssembly, type Ended, partial } from "../../domain/RunAssembler.js"
+import { initial, isToolCall, messageTypes, type RunRecord } from "./RunRecord.js"
 import { turnRetriedText } from "../../domain/Tags.js"
 import { ATTR, SPAN, spanOptions, withOutcomeSpan } from "../../domain/Telemetry.js"
 import { Provider } from "../../services/Provider.js"
@@ -33,32 +34,13 @@ export interface RunJob {
   readonly onStopped: Effect.Effect<void>
   /** True when an interrupt is a user's cancel (recorded) rather than a shutdown (left for the start-up rule). */
   readonly cancelRequested: Effect.Effect<boolean>
+  /**
+   * A run another runner was running when it was lost (a cluster takeover): its committed record. A
+   * request it left open is reconnected: request_end{retrying} and `[turn_retried]` with what it had
+   * shown, as for a dropped connection.
+   */
+  readonly resumed?: RunRecord
 }
-
-/** What the run has committed, written only by its emitter (with each commit), read by every path that ends the run. */
-interface RunRecord {
-  /** The current request's assembly as of its last committed provider chunk. */
-  readonly assembly: Assembly
-  /** request_begins committed; the current request is attempt `requests - 1`. */
-  readonly requests: number
-  /** The current request's request_begin is committed and its request_end is not. */
-  readonly inRequest: boolean
-  /** Messages of the current request as committed chunks, in order. */
-  readonly shown: ReadonlyArray<Chunk>
-  /** Complete tool calls of failed attempts: they stand, and join the final turn's calls. */
-  readonly carried: ReadonlyArray<Chunk>
-  /** The next request ends with the empty-response reminder. */
-  readonly reminder: boolean
-  readonly finished: boolean
-  /** What the run's stop_reason said went wrong, if anything: its span's status. */
-  readonly error?: ErrorInfo
-}
-
-const initial: RunRecord = { assembly: emptyAssembly, requests: 0, inRequest: false, shown: [], carried: [], reminder: false, finished: false }
-
-const messageTypes: ReadonlySet<string> = new Set(["reasoning_message", "assistant_message", "tool_call"])
-
-const isToolCall = (chunk: Chunk): chunk is Chunk & ToolCall => chunk.type === "tool_call"
 
 const attemptOf = (record: RunRecord) => record.requests - 1
 
@@ -155,7 +137,8 @@ export class Runs extends Effect.Service<Runs>()("baton/Runs", {
 
     const run = Effect.fn("Runs.run")(function*(job: RunJob) {
       const { conversation, log } = job
-      const record = yield* Ref.make(initial)
+      const record = yield* Ref.make(job.resumed ?? initial)
+      const lost = yield* Ref.make(job.resumed?.inRequest === true)
       const emitter = makeEmitter(log, record, job.onStopped)
       const meter = metered(provider, store, { conversationId: conversation.id, runId: log.runId, purpose: "turn" })
       // Set by the policy's RetryWithoutImages: the rest of the run's requests carry placeholders instead.
@@ -164,6 +147,9 @@ export class Runs extends Effect.Service<Runs>()("baton/Runs", {
 
       // A store that breaks outside the provider stream is a defect: the defect path below ends the run.
       const attempt = Effect.gen(function*() {
+        if (yield* Ref.getAndSet(lost, false)) {
+          return yield* new RunnerLost({ message: "the runner streaming this request stopped; its conversation moved to this one" })
+        }
         // Steering held by the backend joins every request it assembles, also the one right after a compaction.
         const steered = yield* Effect.orDie(store.takeSteering(conversation.id))
         if (steered.length > 0) yield* Effect.orDie(log.emit(steered.map((event) => ({ event, record: "item" as const })), {}))
@@ -208,7 +194,8 @@ export class Runs extends Effect.Service<Runs>()("baton/Runs", {
         })
 
       const body = Effect.gen(function*() {
-        const trigger = yield* compactions.trigger(conversation)
+        // A resumed run passed its start-of-turn compaction on its first runner.
+        const trigger = job.resumed === undefined ? yield* compactions.trigger(conversation) : Option.none()
         if (Option.isSome(trigger)) yield* compactions.run({ log, conversation, reason: trigger.value, wait: job.wait })
         const ended = yield* retry(Effect.asSome(attempt), {
           budgets: job.budgets,

@@ -158,22 +158,28 @@ export const makeRunLog = Effect.fn("RunLog.make")(function*(
 
 /**
  * A run that is not live in this process (finished, or owned by another process on the same file):
- * read the Store, and while the run is still running, look again after a short pause.
+ * read the Store, and while the run is still running, look again after a short pause — or, given
+ * `idle`, once it says so (a cluster runner hears of the owner's commits; RunTail).
  */
 export const followStored = (
   store: Store["Type"],
   runId: RunId,
   after: number,
-  pollMs = 200
+  pollMs = 200,
+  idle: (ms: number) => Effect.Effect<void> = Effect.sleep
 ): Stream.Stream<Chunk, NotFound | StoreError> =>
   Stream.paginateChunkEffect({ after, done: false }, (cursor) =>
     Effect.gen(function*() {
       const chunks = yield* Stream.runCollect(store.readChunks(runId, cursor.after))
       const last = Option.getOrUndefined(EChunk.last(chunks))
-      let done = last !== undefined && isStop(last)
+      const done = last !== undefined && isStop(last)
       if (!done && chunks.length === 0) {
-        if ((yield* store.getRun(runId)).status !== "running") done = true
-        else yield* Effect.sleep(pollMs)
+        // A run's end commits with its status: one that ended since the read above has its last
+        // chunks in the Store now; read them, then stop.
+        if ((yield* store.getRun(runId)).status !== "running") {
+          return [yield* Stream.runCollect(store.readChunks(runId, cursor.after)), Option.none()] as const
+        }
+        yield* idle(pollMs)
       }
       const next = { after: last?.seq ?? cursor.after, done }
       return [chunks, done ? Option.none() : Option.some(next)] as const

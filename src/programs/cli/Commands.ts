@@ -113,15 +113,25 @@ export const demo = Effect.fn("Commands.demo")(function*(options: { readonly fas
 export const serve = Effect.fn("Commands.serve")(function*(args: CommonArgs, options: ServeCommandOptions) {
   const io = nodeIo()
   const env = yield* resolveEnv({ ...args, server: undefined }, io.cwd())
+  // The cluster flags first: a runner without its database is wrong whatever the model.
+  const runner = yield* Layers.runner(env, options)
   const model = yield* Layers.model(env)
   const token = options.token ?? (yield* serverToken)
-  const server = Layers.server(env, model.layer, {
+  const serveOptions = {
     ...(options.host !== undefined ? { host: options.host } : {}),
     ...(options.port !== undefined ? { port: options.port } : {}),
     ...(token !== undefined ? { token } : {})
-  })
+  }
+  const server = runner === undefined
+    ? Layers.server(env, model.layer, serveOptions)
+    : Layers.clusterServer(env, model.layer, serveOptions, runner)
   const { serve: serveProgram } = yield* serveCommand
-  return yield* serveProgram(io, { model: model.describe, store: storeLabel(env), token: token !== undefined }).pipe(Effect.provide(server))
+  return yield* serveProgram(io, {
+    model: model.describe,
+    store: storeLabel(env),
+    token: token !== undefined,
+    ...(runner !== undefined ? { runner: `${runner.host}:${runner.port}` } : {})
+  }).pipe(Effect.provide(server))
 })
 
 /** Names the credentials the model calls use, for the page's auth lock (where the key came from, never the key). */

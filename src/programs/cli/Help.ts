@@ -20,7 +20,7 @@ ${b("Usage")}
   baton sessions fork <id>         a new conversation from its context  ${d("(--at N, --json)")}
   baton usage                      tokens and cost per conversation and model ${d("(--json, --conversation ID, --since YYYY-MM-DD)")}
   baton mcp list                   the workspace's MCP servers and their tools ${d("(--json)")}
-  baton serve                      host conversations over HTTP + SSE   ${d("(--host, --port, --token)")}
+  baton serve                      host conversations over HTTP + SSE   ${d("(--host, --port, --token; --cluster)")}
   baton web                        a live page for this workspace: approve, steer, stop ${d("(--port, --host, --token)")}
   baton replay <cassette>          run a recorded task again, no model needed
   baton demo [--fast]              see it work: a recorded coding task, no API key, no network
@@ -38,6 +38,10 @@ ${b("Options")} ${d("(run, chat, replay)")}
   --max-turns N         stop a task after N model turns
   --home DIR            conversations and settings.json                      ${d("BATON_HOME, default ~/.baton")}
   --server URL          use a \`baton serve\` backend instead of the local one   ${d("BATON_TOKEN for its token")}
+
+${b("Cluster")} ${d("(baton serve --cluster: every runner on one --database PostgreSQL shares the conversations)")}
+  --runner-host H --runner-port N    this runner's address for the others   ${d("default 127.0.0.1:34431")}
+  --shard-lock-expiration MS         a lost runner's conversations move after this ${d("BATON_SHARD_LOCK_EXPIRATION_MS, default 10000")}
 
 ${b("Keys")} come only from the environment: BATON_API_KEY, or OPENAI_API_KEY / ANTHROPIC_API_KEY
 (each sent only to its own vendor's hosts), or settings apiKeyHelper (a command printing the key). Settings: $BATON_HOME/settings.json, <workspace>/.baton/settings.json;

@@ -2,7 +2,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Stream from "effect/Stream"
 import * as Path from "node:path"
-import type { ConfigError, StoreError } from "../../domain/Errors.js"
+import { ConfigError, type StoreError } from "../../domain/Errors.js"
 import { ProviderInvalidRequest } from "../../domain/ProviderError.js"
 import type { Backend } from "../../services/Backend.js"
 import { layerNone as noMcpServers, type McpClients } from "../../services/McpClients.js"
@@ -14,9 +14,11 @@ import type { Store } from "../../services/Store.js"
 import type { ToolExecutor } from "../../services/ToolExecutor.js"
 import * as ToolExecutorLive from "../../services/tools/Executor.js"
 import { layerLocal } from "../backend/BackendLocal.js"
+import type { RunnerOptions } from "../backend/Runner.js"
 import type { BatonServer, ServeOptions, ServerStartError } from "../server/Server.js"
 import type { BatonWeb, WebOptions, WebStartError } from "../web/WebServer.js"
 import { DEFAULT_SYSTEM_PROMPT } from "../session/Session.js"
+import type { ServeCommandOptions } from "./ServeCommand.js"
 import { type AppEnv, conversationSettings, databaseUrl, describeProvider, providerSettings, serverToken, storeFile } from "./Env.js"
 import { mcpServerConfigs } from "./McpServers.js"
 import { telemetryConfig } from "./TelemetryConfig.js"
@@ -156,6 +158,63 @@ export const telemetry = (options: { readonly metrics: boolean }): Layer.Layer<n
     if (config === undefined) return Layer.empty
     const otlp = yield* Effect.promise(() => import("../../services/telemetry/Otlp.js"))
     return otlp.layer({ ...config, serviceVersion: VERSION })
+  }))
+
+const DEFAULT_RUNNER_HOST = "127.0.0.1"
+const DEFAULT_RUNNER_PORT = 34431
+const DEFAULT_SHARD_LOCK_EXPIRATION_MS = 10_000
+
+/**
+ * `serve --cluster`: the runner's address and lock expiry, checked. A cluster needs the shared
+ * PostgreSQL database (`--database`); the runner flags without `--cluster` are a usage error too.
+ */
+export const runner = (env: AppEnv, options: ServeCommandOptions): Effect.Effect<RunnerOptions | undefined, ConfigError> =>
+  Effect.gen(function*() {
+    const source = "baton serve --cluster"
+    if (options.cluster !== true) {
+      if (options.runnerHost !== undefined || options.runnerPort !== undefined) {
+        return yield* new ConfigError({ source, message: "--runner-host and --runner-port only apply with --cluster" })
+      }
+      return undefined
+    }
+    const url = yield* databaseUrl(env)
+    if (url === undefined) {
+      return yield* new ConfigError({
+        source,
+        message: "--cluster needs the PostgreSQL database every runner shares: --database postgres://… or BATON_DATABASE_URL (SQLite stays single-node)"
+      })
+    }
+    const port = options.runnerPort ?? DEFAULT_RUNNER_PORT
+    if (!Number.isInteger(port) || port < 1 || port > 65535) {
+      return yield* new ConfigError({ source, field: "--runner-port", message: `--runner-port must be a TCP port, 1 to 65535 (got ${port})` })
+    }
+    const expiry = options.shardLockExpirationMs ?? DEFAULT_SHARD_LOCK_EXPIRATION_MS
+    if (!Number.isInteger(expiry) || expiry < 1_000 || expiry > 600_000) {
+      return yield* new ConfigError({
+        source,
+        field: "--shard-lock-expiration",
+        message: `--shard-lock-expiration / BATON_SHARD_LOCK_EXPIRATION_MS is in milliseconds, 1000 to 600000 (got ${expiry})`
+      })
+    }
+    return { url, host: options.runnerHost ?? DEFAULT_RUNNER_HOST, port, shardLockExpirationMs: expiry }
+  })
+
+/** `baton serve --cluster`: one runner of the cluster (Runner.ts), with this model, behind HTTP + SSE. */
+export const clusterServer = (
+  env: AppEnv,
+  provider: Layer.Layer<Provider, ConfigError>,
+  options: ServeOptions,
+  runnerOptions: RunnerOptions
+): Layer.Layer<BatonServer, ServerStartError | ConfigError | StoreError> =>
+  Layer.unwrapEffect(Effect.gen(function*() {
+    const server = yield* Effect.promise(() => import("../server/Server.js"))
+    const { layerRunner, RunnerStatus } = yield* Effect.promise(() => import("../backend/Runner.js"))
+    return Layer.unwrapEffect(Effect.map(RunnerStatus, (status) =>
+      server.serve({
+        conversationDefaults: { system_prompt: DEFAULT_SYSTEM_PROMPT, ...conversationSettings(env) },
+        ...options,
+        runner: Effect.map(status.shards, (shards) => ({ address: status.address, shards }))
+      }))).pipe(Layer.provide(layerRunner(runnerOptions)), Layer.provide(provider))
   }))
 
 /** `baton serve`: the local backend over the store (the home's SQLite file or `--database`), with this model, behind HTTP + SSE. */

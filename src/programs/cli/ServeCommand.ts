@@ -8,6 +8,12 @@ export interface ServeCommandOptions {
   readonly port: number | undefined
   /** From `--token`; BATON_TOKEN is read when it is absent. */
   readonly token: Redacted.Redacted<string> | undefined
+  /** `--cluster`: one runner of a cluster on the `--database` PostgreSQL. */
+  readonly cluster?: boolean
+  readonly runnerHost?: string | undefined
+  readonly runnerPort?: number | undefined
+  /** `--shard-lock-expiration` / BATON_SHARD_LOCK_EXPIRATION_MS. */
+  readonly shardLockExpirationMs?: number | undefined
 }
 
 /** What the start-up lines say besides the address: the model, the store (file, or database URL without its password), whether a token guards it. */
@@ -15,6 +21,8 @@ export interface ServeBanner {
   readonly model: string
   readonly store: string
   readonly token: boolean
+  /** A cluster runner's address. */
+  readonly runner?: string
 }
 
 /**
@@ -28,7 +36,12 @@ export const serve: (io: Io, banner: ServeBanner) => Effect.Effect<never, never,
     const bound = yield* BatonServer
     io.err(`baton serve: ${bound.url} · ${banner.model} · conversations in ${banner.store}\n`)
     io.err(banner.token ? "  bearer token required (the token is never printed)\n" : "  no token: loopback only\n")
-    io.err("  API: /openapi.json, docs at /docs. Ctrl-C stops it (active runs get 10 s to finish).\n")
+    if (banner.runner !== undefined) {
+      io.err(`  cluster runner ${banner.runner}: conversations shared with every \`serve --cluster\` on this database\n`)
+      io.err("  API: /openapi.json, docs at /docs. Ctrl-C stops it (its active runs go on at another runner).\n")
+    } else {
+      io.err("  API: /openapi.json, docs at /docs. Ctrl-C stops it (active runs get 10 s to finish).\n")
+    }
     return yield* Effect.never
   }
 )

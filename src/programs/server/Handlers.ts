@@ -7,7 +7,7 @@ import { InvalidInput } from "../../domain/Errors.js"
 import type { RunId } from "../../domain/Ids.js"
 import type { Pricing } from "../../domain/Usage.js"
 import { Backend } from "../../services/Backend.js"
-import { BatonApi, CarryOverJson, CreateConversationJson, ForkJson } from "../../services/backend/HttpApi.js"
+import { BatonApi, CarryOverJson, CreateConversationJson, ForkJson, type Health } from "../../services/backend/HttpApi.js"
 import { type SseOptions, sseResponse, type Track } from "./Sse.js"
 
 /** What the handlers need from the server around them. */
@@ -19,6 +19,8 @@ export interface HandlerContext {
   readonly track: Track
   /** The server's settings `pricing`, for `GET /v1/usage`. */
   readonly pricing?: Pricing
+  /** What /healthz says besides "ok" (a cluster runner's address and shards). */
+  readonly health?: Effect.Effect<typeof Health.Type>
 }
 
 /**
@@ -94,6 +96,7 @@ const runs = (context: HandlerContext) =>
       handlers
         .handle("send", ({ path, payload }) => sseResponse(backend.send(path.id, payload), context.sse, context.track))
         .handle("compact", ({ path, payload }) => sseResponse(backend.compact(path.id, payload.reason), context.sse, context.track))
+        .handle("getRun", ({ path }) => backend.getRun(path.id))
         .handle("stream", ({ headers, path, urlParams }) =>
           sseResponse(backend.streamRun(path.id, { after: resumeAfter(path.id, headers["last-event-id"], urlParams.after) }), context.sse))
         // Raw, so that a cancel without a body (nothing to carry over) is accepted as `{}`.
@@ -110,8 +113,8 @@ const usage = (context: HandlerContext) =>
           ...(context.pricing !== undefined ? { pricing: context.pricing } : {})
         }))))
 
-const health = HttpApiBuilder.group(BatonApi, "health", (handlers) =>
-  Effect.succeed(handlers.handle("healthz", () => Effect.succeed({ status: "ok" as const }))))
+const health = (context: HandlerContext) => HttpApiBuilder.group(BatonApi, "health", (handlers) =>
+  Effect.succeed(handlers.handle("healthz", () => context.health ?? Effect.succeed({ status: "ok" as const }))))
 
 /** Every endpoint's handler: thin calls into the Backend service. */
-export const handlersLayer = (context: HandlerContext) => Layer.mergeAll(conversations(context), runs(context), usage(context), health)
+export const handlersLayer = (context: HandlerContext) => Layer.mergeAll(conversations(context), runs(context), usage(context), health(context))

@@ -43,6 +43,11 @@ export interface ServeOptions {
   readonly conversationDefaults?: ConversationSettingsInput
   /** Settings `pricing`, for the cost in `GET /v1/usage`. */
   readonly pricing?: Pricing
+  /**
+   * A cluster runner (`serve --cluster`): /healthz shows its address and shards, and shutdown does not
+   * wait for active runs — their conversations move to another runner, where they go on.
+   */
+  readonly runner?: Effect.Effect<{ readonly address: string; readonly shards: ReadonlyArray<number> }>
 }
 
 /** Why `baton serve` could not start; `message` is meant for the user as it is. */
@@ -102,7 +107,8 @@ const make = Effect.fn("Server.make")(function*(options: ServeOptions) {
   }
   const backend = yield* Backend
   const scope = yield* Effect.scope
-  const drainTimeoutMs = options.drainTimeoutMs ?? 10_000
+  const runner = options.runner
+  const drainTimeoutMs = runner !== undefined ? 0 : options.drainTimeoutMs ?? 10_000
   const draining = yield* Ref.make(false)
   const closing = yield* Deferred.make<void>()
   // Every run started here until it reaches its stop reason: what shutdown waits for. While a client
@@ -139,7 +145,8 @@ const make = Effect.fn("Server.make")(function*(options: ServeOptions) {
         sse: { heartbeatMs: options.heartbeatMs ?? 15_000, closing: Deferred.await(closing) },
         defaults: options.conversationDefaults ?? {},
         track,
-        ...(options.pricing !== undefined ? { pricing: options.pricing } : {})
+        ...(options.pricing !== undefined ? { pricing: options.pricing } : {}),
+        ...(runner !== undefined ? { health: Effect.map(runner, (r) => ({ status: "ok" as const, runner: r })) } : {})
       }))
     )),
     Layer.provide(NodeHttpServer.layer(() => nodeServer, { host, port })),
@@ -159,7 +166,7 @@ const make = Effect.fn("Server.make")(function*(options: ServeOptions) {
       nodeServer.close(() => Deferred.unsafeDone(closed, Exit.void))
       // Runs reach their stop reason, then their streams deliver it and end by themselves.
       const drained = yield* withinMs(drainTimeoutMs, Effect.zipRight(FiberMap.awaitEmpty(followers), responses.done))
-      if (Option.isNone(drained)) {
+      if (Option.isNone(drained) && runner === undefined) {
         const left = yield* FiberMap.size(followers)
         yield* Effect.logWarning(`${left} run(s) still active after ${drainTimeoutMs} ms; the next start closes them as failed`)
       }

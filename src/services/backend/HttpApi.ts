@@ -10,6 +10,7 @@ import { ConversationId, MessageId, RunId } from "../../domain/Ids.js"
 import { InputMessage, ToolCall, ToolReturn, UserMessage } from "../../domain/Messages.js"
 import { ThinkingLevel } from "../../domain/ProviderEvent.js"
 import { UsageReport } from "../../domain/Usage.js"
+import { RunInfo } from "../../domain/Run.js"
 import {
   ApprovalPendingJson,
   ConversationBusyJson,
@@ -199,6 +200,7 @@ const runs = HttpApiGroup.make("runs")
       .addSuccess(EventStream)
   )
   .add(HttpApiEndpoint.post("cancel", "/v1/conversations/:id/cancel").setPath(ConversationPath).setPayload(CarryOverJson))
+  .add(HttpApiEndpoint.get("getRun", "/v1/runs/:id").setPath(Schema.Struct({ id: RunId })).addSuccess(RunInfo.annotations({ identifier: "Run" })))
   .add(
     HttpApiEndpoint.get("stream", "/v1/runs/:id/stream")
       .setPath(Schema.Struct({ id: RunId }))
@@ -216,8 +218,14 @@ const usage = HttpApiGroup.make("usage").add(
     .addSuccess(UsageReport.annotations({ identifier: "UsageReport" }))
 )
 
+/** `runner` only on `serve --cluster`: this runner's address and the shards (1…300) it holds now. */
+export const Health = Schema.Struct({
+  status: Schema.Literal("ok"),
+  runner: Schema.optionalWith(Schema.Struct({ address: Schema.String, shards: Schema.Array(Schema.Int) }), { exact: true })
+}).annotations({ identifier: "Health" })
+
 const health = HttpApiGroup.make("health").add(
-  HttpApiEndpoint.get("healthz", "/healthz").addSuccess(Schema.Struct({ status: Schema.Literal("ok") }))
+  HttpApiEndpoint.get("healthz", "/healthz").addSuccess(Health)
 )
 
 const SSE_OPERATIONS: ReadonlySet<string> = new Set(["runs.send", "runs.compact", "runs.stream"])

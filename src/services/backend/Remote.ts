@@ -114,6 +114,9 @@ export const makeBackendRemote = (options: RemoteOptions) =>
               : follow(cursor.runId, cursor.after),
           { budgets }
         ).pipe(Stream.withSpan("BackendRemote.send")),
+      getRun: Effect.fn("BackendRemote.getRun")(function*(runId) {
+        return yield* call(client.runs.getRun({ path: { id: runId } }))
+      }),
       streamRun: (runId, opts) =>
         resumable((cursor) => follow(runId, cursor.after), { budgets, runId, after: opts?.after ?? 0 }).pipe(
           Stream.withSpan("BackendRemote.streamRun")

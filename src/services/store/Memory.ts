@@ -280,6 +280,12 @@ export const layerMemory: Layer.Layer<Store> = Layer.sync(Store, () => {
     activeRun: (id) =>
       Effect.sync(() => Option.fromNullable(runsOf(id).filter((r) => r.status === "running").at(-1))),
 
+    claimRun: (id, owner) =>
+      Effect.sync(() => {
+        const found = runs.get(id)
+        if (found !== undefined && found.status === "running") runs.set(id, { ...found, owner })
+      }),
+
     runningRuns: Effect.sync(() => [...runs.values()].filter((r) => r.status === "running")),
 
     readChunks: (runId, after) =>

@@ -1,4 +1,6 @@
-import { Effect, Layer } from "effect"
+import * as PgClient from "@effect/sql-pg/PgClient"
+import * as SqlClient from "@effect/sql/SqlClient"
+import { Context, Effect, Layer } from "effect"
 import type { StoreError } from "../../domain/Errors.js"
 import { openDatabase, type PgOptions } from "./pg/Open.js"
 import { makePgStore } from "./pg/PgStore.js"
@@ -15,3 +17,11 @@ export type { PgOptions }
  */
 export const layer = (options: PgOptions): Layer.Layer<Store, StoreError> =>
   Layer.scoped(Store, Effect.map(openDatabase(options), ({ sql, target }) => makePgStore(sql, target)))
+
+/**
+ * The Store and its connection pool, for what shares the database with it: a cluster's runner
+ * storage and shard locks (`baton serve --cluster`), and its LISTEN/NOTIFY run tail.
+ */
+export const layerWithClient = (options: PgOptions): Layer.Layer<Store | PgClient.PgClient | SqlClient.SqlClient, StoreError> =>
+  Layer.scopedContext(Effect.map(openDatabase(options), ({ sql, target }) =>
+    Context.make(Store, makePgStore(sql, target)).pipe(Context.add(PgClient.PgClient, sql), Context.add(SqlClient.SqlClient, sql))))

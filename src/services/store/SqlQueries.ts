@@ -134,6 +134,7 @@ export const makeQueries = (sql: SqlClient, dialect: SqlDialect) => {
       sql`SELECT ${run} FROM runs ${by("runs_otid")} WHERE conversation_id = ${id} AND otid = ${otid}`,
     activeRun: (id: string) =>
       sql`SELECT ${run} FROM runs ${by("runs_running")} WHERE conversation_id = ${id} AND status = 'running'`,
+    claimRun: (id: string, owner: string) => sql`UPDATE runs SET owner = ${owner} WHERE id = ${id} AND status = 'running'`,
     runningRuns: () => sql`SELECT ${run} FROM runs WHERE status = 'running' ORDER BY ${sql.literal(dialect.runOrder)}`,
     runSeqs: (id: string, runIds: ReadonlyArray<string>) =>
       sql`SELECT id, last_seq FROM runs WHERE conversation_id = ${id} AND id IN ${sql.in(runIds)}`,

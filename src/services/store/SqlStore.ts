@@ -222,6 +222,8 @@ export const makeSqlStore = (engine: SqlEngine) => {
 
     activeRun: (id) => q.activeRun(id).pipe(run, Effect.flatMap(runs), Effect.map((r) => Option.fromNullable(r[0]))),
 
+    claimRun: (id, owner) => q.claimRun(id, owner).pipe(run, Effect.asVoid),
+
     runningRuns: q.runningRuns().pipe(run, Effect.flatMap(runs)),
 
     ...makeSqlLedger(engine),

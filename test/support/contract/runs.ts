@@ -57,6 +57,18 @@ export const runContract = (makeStore: MakeStore) =>
         assert.strictEqual(second.run.owner, undefined)
       }).pipe(Effect.provide(makeStore())))
 
+    it.effect("claimRun records a running run's new owner; a finished run keeps its own", () =>
+      Effect.gen(function*() {
+        const store = yield* Store
+        const c = yield* newConversation
+        const { run } = yield* store.createRun(c.id, Otid.make("one"), "turn", { owner: "10.0.0.1:34431" })
+        yield* store.claimRun(run.id, "10.0.0.2:34431")
+        assert.strictEqual((yield* store.getRun(run.id)).owner, "10.0.0.2:34431")
+        yield* store.commit({ conversationId: c.id, finishRun: { runId: run.id, status: "completed", stopReason: "end_turn" } })
+        yield* store.claimRun(run.id, "10.0.0.3:34431")
+        assert.strictEqual((yield* store.getRun(run.id)).owner, "10.0.0.2:34431")
+      }).pipe(Effect.provide(makeStore())))
+
     it.effect("activeRun and runningRuns follow finishRun", () =>
       Effect.gen(function*() {
         const store = yield* Store

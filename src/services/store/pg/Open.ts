@@ -1,5 +1,4 @@
 import * as Reactivity from "@effect/experimental/Reactivity"
-import type { SqlClient } from "@effect/sql/SqlClient"
 import * as PgClient from "@effect/sql-pg/PgClient"
 import { Effect, Redacted, type Scope } from "effect"
 import type { StoreError } from "../../../domain/Errors.js"
@@ -27,7 +26,7 @@ export const targetOf = (url: string): PgTarget => ({ label: redactUrl(url), scr
  * version, then runs the missing migrations. Every failure is a StoreError naming the database
  * without its password.
  */
-export const openDatabase = (options: PgOptions): Effect.Effect<{ readonly sql: SqlClient; readonly target: PgTarget }, StoreError, Scope.Scope> =>
+export const openDatabase = (options: PgOptions): Effect.Effect<{ readonly sql: PgClient.PgClient; readonly target: PgTarget }, StoreError, Scope.Scope> =>
   Effect.gen(function*() {
     const url = Redacted.isRedacted(options.url) ? Redacted.value(options.url) : options.url
     const target = targetOf(url)

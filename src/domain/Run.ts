@@ -32,6 +32,12 @@ export interface SendInput {
   readonly events?: ReadonlyArray<ApprovalDecision>
   /** Thinking level for this run, kept across its reconnects. */
   readonly thinking?: ThinkingLevel
+  /**
+   * With no messages: re-runs the conversation on its context as it stands (this otid names the
+   * run), allowed only right after a turn that stopped `auth` or `error` — a retry never sends the
+   * prompt again.
+   */
+  readonly retry?: Otid
 }
 
 /** The activity a conversation's one job is busy with, as a Conflict reports it. */

@@ -109,15 +109,16 @@ export interface InputPlan {
  * Checks a run's input against the pending calls and the results already committed, and orders it
  * for the model. Each pending call is answered by its held result (copied into the context) or by a
  * result in the input; results committed already (same otid) are left out; the user texts follow.
- * User text alone while a call waits for a result is ApprovalPending.
+ * User text alone (or a `rerun` with no input) while a call waits for a result is ApprovalPending.
  */
 export const planInput = (
   conversationId: ConversationId,
   messages: ReadonlyArray<InputMessage>,
   pending: ReadonlyArray<ToolCall>,
-  returns: ReadonlyArray<StoredItem>
+  returns: ReadonlyArray<StoredItem>,
+  rerun = false
 ): Either.Either<InputPlan, InputError> => {
-  if (messages.length === 0) return Either.left(new InvalidInput({ message: "a run needs at least one input message" }))
+  if (messages.length === 0 && !rerun) return Either.left(new InvalidInput({ message: "a run needs at least one input message" }))
   if (new Set(messages.map((m) => m.otid)).size !== messages.length) {
     return Either.left(new InvalidInput({ message: "every input message needs its own otid" }))
   }

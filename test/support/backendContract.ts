@@ -7,6 +7,7 @@ import * as PE from "../../src/domain/ProviderError.js"
 import { Backend } from "../../src/services/Backend.js"
 import { ProviderScript, type ScriptEntry, Turn } from "../../src/services/provider/Scripted.js"
 import { lineageContract } from "./contract/lineage.js"
+import { rerunContract } from "./contract/rerun.js"
 import { resultsContract } from "./contract/results.js"
 import { awaitSleeps, collect, eventually, input, toolResult, types, user } from "./testing.js"
 
@@ -366,6 +367,7 @@ export const backendContract = (name: string, make: MakeBackend) =>
 
     resultsContract(withBackend)
     lineageContract(withBackend)
+    rerunContract(withBackend)
 
     it.effect("a request refused as too large is sent once more with its images replaced by a placeholder", () =>
       withBackend([Turn.fail(new PE.ProviderRequestTooLarge({ message: "request_too_large: 413" })), Turn.text("I could not see the image.")], (backend) =>

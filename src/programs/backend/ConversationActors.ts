@@ -20,6 +20,7 @@ import { Compactions } from "./Compaction.js"
 import { announces, type Job, makeJobs, tracksCalls } from "./Jobs.js"
 import { Runs } from "./Run.js"
 import { openTurn, submitResult as commitResult } from "./Results.js"
+import { checkRerun } from "./Rerun.js"
 import { closeRun, RUNNER_LOST } from "./DeadRuns.js"
 import { followStored, makeRunLog, type RunLog } from "./RunLog.js"
 import { recordOf, type RunRecord } from "./RunRecord.js"
@@ -143,15 +144,19 @@ export const makeActors = Effect.fn("Actors.make")(function*(options: {
     })
 
   const admitSend = Effect.fn("Actors.admitSend")(function*(id: ConversationId, input: SendInput) {
-    const first = input.messages[0]
-    if (first === undefined) return yield* new InvalidInput({ message: "a run needs at least one input message" })
+    const rerun = input.retry !== undefined
+    if (rerun && input.messages.length > 0) return yield* new InvalidInput({ message: "a retry sends no new messages" })
+    const otid = input.retry ?? input.messages[0]?.otid
+    if (otid === undefined) return yield* new InvalidInput({ message: "a run needs at least one input message (or `retry` after an auth or error stop)" })
     const conversation = yield* store.getConversation(id)
     const create = Effect.gen(function*() {
       const turn = yield* openTurn(store, id)
       const given = input.messages.flatMap((m) => (m.type === "tool_return" ? [m.tool_call_id] : []))
       const returns = given.length === 0 ? turn.returns : yield* store.toolReturns(id, [...turn.pending.map((c) => c.tool_call_id), ...given])
-      const plan = yield* Either.match(planInput(id, input.messages, turn.pending, returns), { onLeft: Effect.fail, onRight: Effect.succeed })
-      const { run } = yield* store.createRun(id, first.otid, "turn", { owner: options.owner })
+      const plan = yield* Either.match(planInput(id, input.messages, turn.pending, returns, rerun), { onLeft: Effect.fail, onRight: Effect.succeed })
+      // After the plan: pending calls refuse a retry with ApprovalPending, which says what to do.
+      if (rerun) yield* checkRerun(store, id)
+      const { run } = yield* store.createRun(id, otid, "turn", { owner: options.owner })
       const events: ReadonlyArray<NewItem> = (input.events ?? []).map((item) => ({ item: { ...item, run_id: run.id } }))
       yield* store.commit({
         conversationId: id,
@@ -165,7 +170,7 @@ export const makeActors = Effect.fn("Actors.make")(function*(options: {
       "run",
       {
         // Checked inside admission: two sends of one otid, even concurrent, share one run.
-        existing: Effect.map(store.runByOtid(id, first.otid), Option.map((run) => run.id)),
+        existing: Effect.map(store.runByOtid(id, otid), Option.map((run) => run.id)),
         create
       },
       turn(conversation, input.thinking)

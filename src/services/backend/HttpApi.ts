@@ -6,7 +6,7 @@ import * as OpenApi from "@effect/platform/OpenApi"
 import { Schema, SchemaAST as AST } from "effect"
 import { Conversation, ConversationSettings, ParentLink } from "../../domain/Conversation.js"
 import { ApprovalDecision, CompactionReason, TaskEvent } from "../../domain/Events.js"
-import { ConversationId, MessageId, RunId } from "../../domain/Ids.js"
+import { ConversationId, MessageId, Otid, RunId } from "../../domain/Ids.js"
 import { InputMessage, ToolCall, ToolReturn, UserMessage } from "../../domain/Messages.js"
 import { ThinkingLevel } from "../../domain/ProviderEvent.js"
 import { UsageReport } from "../../domain/Usage.js"
@@ -76,7 +76,8 @@ export const StoredItemJson = Schema.Struct({
 export const SendInputJson = strict(Schema.Struct({
   messages: Schema.Array(InputMessage),
   events: Schema.optionalWith(Schema.Array(ApprovalDecision), { exact: true }),
-  thinking: Schema.optionalWith(ThinkingLevel, { exact: true })
+  thinking: Schema.optionalWith(ThinkingLevel, { exact: true }),
+  retry: Schema.optionalWith(Otid, { exact: true })
 }))
 
 /** Backend.submitResult: one tool result as its tool finished, with the decision that let it run. */

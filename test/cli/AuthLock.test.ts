@@ -33,8 +33,10 @@ const setup = (bad: number) =>
 
 const authorization = (request: MockModelServer.RecordedRequest) => request.headers["authorization"]
 
+const promptsIn = (request: MockModelServer.RecordedRequest, text: string) => MockModelServer.userTexts(request).filter((t) => t === text).length
+
 describe("chat's auth lock", () => {
-  it.scopedLive("an apiKeyHelper that first prints a bad key, then a good one: the lock unlocks by itself and the prompt is sent again", () =>
+  it.scopedLive("an apiKeyHelper that first prints a bad key, then a good one: the lock unlocks by itself and the retry carries the prompt once", () =>
     Effect.gen(function*() {
       // Run 1 at start, run 2 right after the 401 (still bad), run 3 by the lock's poll: good.
       const { dirs, env, server } = yield* setup(2)
@@ -51,6 +53,8 @@ describe("chat's auth lock", () => {
       assert.strictEqual(result.exit_code, 0)
       const requests = yield* server.requests
       assert.deepStrictEqual(requests.map(authorization), ["Bearer bad-key", "Bearer good-key"])
+      // The retry re-runs the conversation: the prompt is in its history once, never sent again.
+      assert.deepStrictEqual(requests.map((r) => promptsIn(r, "hello")), [1, 1])
       assert.notInclude(result.transcript, "good-key")
       assert.notInclude(result.transcript, "bad-key")
     }))
@@ -71,11 +75,13 @@ describe("chat's auth lock", () => {
         { wait_exit: true }
       ], env)
       assert.isTrue(result.ok, `${result.reason}\n${result.transcript}`)
-      assert.deepStrictEqual((yield* server.requests).map(authorization), ["Bearer bad-key", "Bearer typed-secret-key"])
+      const requests = yield* server.requests
+      assert.deepStrictEqual(requests.map(authorization), ["Bearer bad-key", "Bearer typed-secret-key"])
+      assert.strictEqual(promptsIn(requests[1]!, "hello"), 1)
       assert.notInclude(result.transcript, "typed-secret-key")
     }))
 
-  it.scopedLive("with a key from the environment, Enter retries (the credentials read again) and the prompt goes again", () =>
+  it.scopedLive("with a key from the environment, Enter retries (the credentials read again), the prompt in the retried request once", () =>
     Effect.gen(function*() {
       const dirs = yield* cliDirs
       const server = yield* MockModelServer.make({ replies: [Reply.status(401), Reply.text("Accepted this time.")] })
@@ -94,7 +100,7 @@ describe("chat's auth lock", () => {
       assert.isTrue(result.ok, `${result.reason}\n${result.transcript}`)
       const requests = yield* server.requests
       assert.strictEqual(requests.length, 2, "the typed line did not become a prompt while locked")
-      assert.include(requests[1]!.body, "hello")
+      assert.strictEqual(promptsIn(requests[1]!, "hello"), 1)
       assert.notInclude(requests[1]!.body, "something else")
     }))
 

@@ -4,6 +4,7 @@ import * as Fs from "node:fs"
 import * as Path from "node:path"
 import type { Chunk, TaskEvent } from "../../src/domain/Events.js"
 import type { ToolCall } from "../../src/domain/Messages.js"
+import * as PE from "../../src/domain/ProviderError.js"
 import { STALE_APPROVAL_REASON } from "../../src/domain/Tags.js"
 import type { Approver } from "../../src/programs/session/ApprovalGate.js"
 import { open } from "../../src/programs/session/Session.js"
@@ -83,6 +84,24 @@ describe("Session recovery", () => {
       assert.isFalse(yield* session.isRunning)
       assert.strictEqual((yield* (yield* ProviderScript).requests).length, 1)
     }).pipe(Effect.provide(sessionLayer("memory", [Turn.toolCalls([{ id: "c1", name: "Bash", args: { command: "ls" } }])]))))
+
+  it.scopedLive("retry after an auth stop re-runs the conversation: no new user message, the prompt in the request once", () =>
+    Effect.gen(function*() {
+      const backend = yield* Backend
+      const conv = yield* backend.createConversation({ system_prompt: "" })
+      const session = yield* open({ conversationId: conv.id, approver: allow })
+      const refused = yield* collect(session.run("hello"))
+      assert.strictEqual(byType(refused, "stop_reason").at(-1)?.reason, "auth")
+      const events = yield* collect(session.retry())
+      assert.deepStrictEqual(byType(events, "user_message"), [], "the retry's task shows no new prompt")
+      assert.deepStrictEqual(byType(events, "assistant_message").map((m) => m.content), ["hi"])
+      const history = (yield* (yield* ProviderScript).requests)[1]!.history
+      assert.deepStrictEqual(history.map((m) => m.type), ["user_message"])
+      // Nothing left to retry after an answer: a clear error, nothing run.
+      const again = yield* Effect.either(collect(session.retry()))
+      assert.isTrue(Either.isLeft(again) && again.left._tag === "InvalidInput")
+      assert.strictEqual((yield* (yield* ProviderScript).requests).length, 2)
+    }).pipe(Effect.provide(sessionLayer("memory", [Turn.fail(new PE.ProviderAuth({ status: 401, message: "invalid x-api-key" })), Turn.text("hi")]))))
 
   it.scoped("a busy conversation is waited for (10 s, then 20 s), then the task runs", () =>
     Effect.gen(function*() {

@@ -82,6 +82,18 @@ export interface RecordedRequest {
 
 export const FIXTURES = Path.join(import.meta.dirname, "..", "fixtures")
 
+/** The texts of a recorded Chat Completions or Anthropic request's user messages, in order. */
+export const userTexts = (request: RecordedRequest): ReadonlyArray<string> => {
+  const body = request.json as { readonly messages?: ReadonlyArray<{ readonly role: string; readonly content: unknown }> }
+  return (body.messages ?? []).filter((m) => m.role === "user").flatMap((m) =>
+    typeof m.content === "string"
+      ? [m.content]
+      : Array.isArray(m.content)
+      ? m.content.flatMap((part: { readonly type?: unknown; readonly text?: unknown }) => (part.type === "text" && typeof part.text === "string" ? [part.text] : []))
+      : []
+  )
+}
+
 /** Splits a raw SSE body into events (each keeps its blank line; a partial tail stays as it is). */
 export const splitSse = (body: string): Array<string> => body.match(/[\s\S]*?\n\n|[\s\S]+$/g) ?? []
 

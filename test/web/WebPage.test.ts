@@ -240,7 +240,9 @@ describe.skipIf(!haveChromium)("baton web in Chromium", () => {
     assert.include(banner, "invalid x-api-key")
     const before = (await inScope(model.requests)).length
     await button(page, "Retry").click()
-    await inScope(model.awaitRequests(before + 1))
+    const retried = (await inScope(model.awaitRequests(before + 1)))[before]!
+    // Retry re-runs the conversation: the prompt is in the request once, not sent again.
+    assert.deepStrictEqual(MockModelServer.userTexts(retried), ["hello"])
     await page.getByText("stopped: auth", { exact: false }).nth(1).waitFor()
     await button(page, "Retry").waitFor()
     assert.isTrue(await message(page).isDisabled(), "refused again: still locked")
@@ -254,6 +256,7 @@ describe.skipIf(!haveChromium)("baton web in Chromium", () => {
     await page.getByText("Authorized now.").waitFor()
     const last = (await inScope(model.requests)).at(-1)!
     assert.strictEqual(last.headers["x-api-key"], "sk-accepted")
+    assert.deepStrictEqual(MockModelServer.userTexts(last), ["hello", "hello again"])
     await page.close()
   })
 

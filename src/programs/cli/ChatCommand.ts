@@ -161,7 +161,7 @@ export const chat: (io: Io, env: AppEnv, model: string, credentials?: Credential
 
   /**
    * A prompt's task; after an `auth` stop the prompt is locked until the credentials are fixed, then
-   * the prompt is sent again. "exit" when the user left from the lock.
+   * the conversation re-runs as it stands (the prompt is not sent twice). "exit" when the user left from the lock.
    */
   const prompted = (text: ReadonlyArray<string>) =>
     Effect.gen(function*() {
@@ -172,15 +172,16 @@ export const chat: (io: Io, env: AppEnv, model: string, credentials?: Credential
           Effect.catchAll((error) => Effect.as(view.print(style.yellow(`not attached: ${error.message}`)), undefined))
         ))
       const images = attached.filter((image) => image !== undefined)
+      const options = turns !== undefined ? { maxTurns: turns } : {}
+      // The prompt is sent once: a retry re-runs the conversation, which holds it already.
+      let next = session.run(text, { ...options, ...(images.length > 0 ? { images } : {}) })
       for (;;) {
-        const stop = yield* task(session.run(text, {
-          ...(turns !== undefined ? { maxTurns: turns } : {}),
-          ...(images.length > 0 ? { images } : {})
-        }))
+        const stop = yield* task(next)
         screen.write("\n")
         if (stop !== "auth" || !interactive) return undefined
         const outcome = yield* authLock({ model, credentials, input, editor, view, style, prompt })
         if (outcome === "exit") return "exit" as const
+        next = session.retry(options)
       }
     })
 

@@ -69,6 +69,11 @@ export interface RunOptions {
 export interface Session {
   readonly conversationId: ConversationId
   readonly run: (prompt: string | ReadonlyArray<string>, options?: RunOptions) => Stream.Stream<TaskEvent, SessionError>
+  /**
+   * A task with no new input: re-runs the conversation as it stands, after a run that stopped `auth`
+   * or `error` (the credentials fixed). The prompt is in the history already and is not sent again.
+   */
+  readonly retry: (options?: RunOptions) => Stream.Stream<TaskEvent, SessionError>
   /** Queues text for the running task; false when no task runs. */
   readonly steer: (text: string) => Effect.Effect<boolean>
   /** Stops the running task now: tools interrupted, run cancelled, carry-over recorded for the next task. */
@@ -184,7 +189,7 @@ export const open = Effect.fn("Session.open")(function*(config: SessionConfig = 
   // Made after `cancels`, so closing the session stops a running task before it waits for the cancels.
   const current = yield* FiberHandle.make<void, SessionError>()
 
-  const run: Session["run"] = (prompt, options) =>
+  const start = (prompt: string | ReadonlyArray<string>, options: RunOptions | undefined, rerun: boolean): Stream.Stream<TaskEvent, SessionError> =>
     Stream.unwrapScoped(
       Effect.gen(function*() {
         // Bounded: a reader that stops reading holds the task back (the run itself goes on in the backend).
@@ -239,7 +244,7 @@ export const open = Effect.fn("Session.open")(function*(config: SessionConfig = 
           }))
         }
         const task = deps.emit(messages).pipe(
-          Effect.zipRight(runTask(deps, messages)),
+          Effect.zipRight(runTask(deps, messages, rerun ? yield* newOtid : undefined)),
           Effect.onInterrupt(() =>
             interruptTask(deps, (carryOver) =>
               FiberSet.run(cancels, backend.cancel(conversation.id, carryOver).pipe(
@@ -277,7 +282,8 @@ export const open = Effect.fn("Session.open")(function*(config: SessionConfig = 
 
   const session: Session = {
     conversationId: conversation.id,
-    run,
+    run: (prompt, options) => start(prompt, options, false),
+    retry: (options) => start([], options, true),
     steer: Effect.fn("Session.steer")(function*(text: string) {
       return yield* steerLock.withPermits(1)(Effect.gen(function*() {
         if (!(yield* Ref.get(steering))) return false

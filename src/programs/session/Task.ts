@@ -2,7 +2,7 @@ import { Effect, Either, Option, Ref, Stream } from "effect"
 import type { CarryOver } from "../../domain/CarryOver.js"
 import type { BackendError } from "../../domain/Errors.js"
 import type { ApprovalDecision, Chunk, StopReasonValue } from "../../domain/Events.js"
-import type { ConversationId } from "../../domain/Ids.js"
+import type { ConversationId, Otid } from "../../domain/Ids.js"
 import type { InputMessage, ToolCall, ToolReturn, UserMessage } from "../../domain/Messages.js"
 import type { ThinkingLevel } from "../../domain/ProviderEvent.js"
 import { type Budgets, turnBudgets } from "../../domain/Recovery.js"
@@ -41,6 +41,8 @@ interface NextRun {
   readonly turn: number
   /** The backend said approvals are pending that the task did not know of: close them first. */
   readonly closeStale: boolean
+  /** A task that re-runs the conversation as it stands (after an auth or error stop): sent while the input is empty. */
+  readonly retry?: Otid
 }
 
 /** How a run ended, read inside its scope while its batch lived. */
@@ -119,7 +121,8 @@ const sendRun = Effect.fn("Task.sendRun")(function*(deps: TaskDeps, run: NextRun
       const chunks = deps.backend.send(deps.conversationId, {
         messages: run.input,
         events: run.events,
-        ...(deps.thinking !== undefined ? { thinking: deps.thinking } : {})
+        ...(deps.thinking !== undefined ? { thinking: deps.thinking } : {}),
+        ...(run.retry !== undefined && run.input.length === 0 ? { retry: run.retry } : {})
       })
       const stop = yield* followRun(deps, chunks, readRun(deps, batch))
       const calls = yield* batch.calls
@@ -191,15 +194,17 @@ const turns = (deps: TaskDeps, next: Ref.Ref<NextRun>) =>
 
 /**
  * A whole task, the approval loop: runs until the model answers without tool calls (or the turns
- * run out), each run's tool results and queued steering making the next run's input.
+ * run out), each run's tool results and queued steering making the next run's input. With `rerun`
+ * and no prompt, its first run re-runs the conversation on its current context.
  */
-export const runTask = Effect.fn("Task.run")(function*(deps: TaskDeps, prompt: ReadonlyArray<UserMessage>) {
+export const runTask = Effect.fn("Task.run")(function*(deps: TaskDeps, prompt: ReadonlyArray<UserMessage>, rerun?: Otid) {
   const resumed = yield* pendingCalls(deps)
   const next = yield* Ref.make<NextRun>({
     input: [...resumed.results, ...prompt],
     events: resumed.decisions,
     turn: 1,
-    closeStale: false
+    closeStale: false,
+    ...(rerun !== undefined ? { retry: rerun } : {})
   })
   // A retry sends `next` again: the failed run's input, or the stale approvals' denials instead.
   const ending = yield* retry(turns(deps, next), {

@@ -61,7 +61,7 @@ export interface Hosted {
   readonly skipReconnectWait: Effect.Effect<void, BackendError>
   /** The first answer wins; false when the call is not waiting (answered already, or gone). */
   readonly answer: (toolCallId: string, decision: Decision) => Effect.Effect<boolean>
-  /** After an auth stop: opens the lock and sends the rejected prompt again. */
+  /** After an auth stop: opens the lock and re-runs the conversation as it stands (the prompt is not sent twice). */
   readonly retry: Effect.Effect<void, InvalidInput | BackendError>
   /** Opens the auth lock (the credentials changed). */
   readonly unlock: Effect.Effect<void>
@@ -116,8 +116,6 @@ const authStop = (events: Iterable<TaskEvent>): string | undefined => {
 }
 
 interface Status extends HostState {
-  /** The prompt of the latest task (what Retry sends again). */
-  readonly prompt?: string
   /** Where the running task began: in the history (a page loads what came before) and in the log. */
   readonly began?: { readonly position: number; readonly after: number }
 }
@@ -159,14 +157,15 @@ export const make = Effect.fn("Hosted.make")(function*(deps: {
   const waiting = new Map<string, Deferred.Deferred<Decision>>()
   const session = yield* deps.openSession(pageApprover(log, waiting))
 
-  const run = (prompt: string) =>
+  const run = (prompt: string | undefined) =>
     Effect.gen(function*() {
       const last = yield* backend.history(id, { limit: 1 })
       const after = yield* log.trim
       yield* Ref.update(state, (s) => ({ ...s, began: { position: last.at(-1)?.position ?? 0, after } }))
       yield* publish
       let rejected: string | undefined
-      const task = session.run(prompt, options.maxTurns !== undefined ? { maxTurns: options.maxTurns } : {}).pipe(
+      const runOptions = options.maxTurns !== undefined ? { maxTurns: options.maxTurns } : {}
+      const task = (prompt === undefined ? session.retry(runOptions) : session.run(prompt, runOptions)).pipe(
         Stream.runForEachChunk((events) => {
           rejected ??= authStop(events)
           return log.append(Array.from(events, event))
@@ -186,13 +185,16 @@ export const make = Effect.fn("Hosted.make")(function*(deps: {
       yield* FiberSet.run(deps.tasks, task)
     })
 
-  const start = Effect.fn("Hosted.start")(function*(prompt: string, retrying: boolean) {
+  /** A prompt's task, or without one the retry after an auth stop. */
+  const start = Effect.fn("Hosted.start")(function*(prompt: string | undefined) {
     const refused = yield* Ref.modify(state, (s): [string | undefined, Status] =>
       s.running
         ? ["a task is already running in this conversation; steer it or stop it", s]
-        : s.lock !== null && !retrying
+        : prompt === undefined && s.lock === null
+        ? ["nothing to retry: the credentials were not refused", s]
+        : prompt !== undefined && s.lock !== null
         ? [`the model refused ${s.lock.credentials}; update the credentials or press Retry`, s]
-        : [undefined, { running: true, lock: null, prompt }])
+        : [undefined, { running: true, lock: null }])
     if (refused !== undefined) return yield* new InvalidInput({ message: refused })
     yield* run(prompt).pipe(Effect.onError(() => Effect.zipRight(Ref.update(state, (s) => ({ ...s, running: false })), publish)))
   })
@@ -200,7 +202,7 @@ export const make = Effect.fn("Hosted.make")(function*(deps: {
   const hosted: Hosted = {
     conversationId: id,
     log,
-    start: (prompt) => start(prompt, false),
+    start: (prompt) => start(prompt),
     steer: session.steer,
     interrupt: session.interrupt,
     skipReconnectWait: session.skipReconnectWait,
@@ -208,11 +210,7 @@ export const make = Effect.fn("Hosted.make")(function*(deps: {
       const waiter = waiting.get(toolCallId)
       return waiter === undefined ? false : yield* Deferred.succeed(waiter, decision)
     }),
-    retry: Effect.gen(function*() {
-      const s = yield* Ref.get(state)
-      if (s.lock === null || s.prompt === undefined) return yield* new InvalidInput({ message: "nothing to retry: the credentials were not refused" })
-      yield* start(s.prompt, true)
-    }).pipe(Effect.withSpan("Hosted.retry")),
+    retry: start(undefined).pipe(Effect.withSpan("Hosted.retry")),
     unlock: Effect.zipRight(Ref.update(state, (s) => ({ ...s, lock: null })), publish),
     snapshot: Effect.gen(function*() {
       // The log's end first: an entry that lands after it is followed, never lost.

@@ -132,6 +132,41 @@ describe("baton web over plain HTTP (built CLI): who may use it, approvals with 
       assert.isFalse(Fs.existsSync(Path.join(dirs.workspace, "new.txt")))
     }))
 
+  it.scopedLive("a subagent's call asks the page too: its approval_request carries the origin and is answered by the child's conversation and call id", () =>
+    Effect.gen(function*() {
+      const model = yield* MockModelServer.make({
+        replies: [
+          Reply.toolCalls([{ id: "t1", name: "Task", args: { description: "write it", prompt: "write new.txt" } }]),
+          // The child's call reuses an id the parent could have: the page answers it by the child's conversation.
+          Reply.toolCalls([{ id: "t1", name: "Write", args: { file_path: "new.txt", content: "x" } }]),
+          Reply.text("Written."),
+          Reply.text("The subagent wrote it.")
+        ]
+      })
+      const dirs = yield* cliDirs
+      const web = yield* startWeb(["--port", "0", "-w", dirs.workspace, "--home", dirs.home], model.childEnv("anthropic"))
+      const headers = { ...json, origin: web.origin }
+      const { conversation } = JSON.parse((yield* request(`${web.origin}/api/conversations`, { method: "POST", headers })).body)
+      const base = `${web.origin}/api/conversations/${conversation.id}`
+      assert.strictEqual((yield* request(`${base}/tasks`, { method: "POST", headers, body: JSON.stringify({ prompt: "delegate" }) })).status, 202)
+      yield* readEvents(`${base}/events?after=0`, '"approval_request"')
+      assert.strictEqual((yield* request(`${base}/approvals/t1`, { method: "POST", headers, body: JSON.stringify({ decision: "allow" }) })).status, 200)
+      const asked = yield* readEvents(`${base}/events?after=0`, '"type":"approval_request","tool_call_id":"t1","name":"Write"')
+      const line = asked.split("\n").find((l) => l.includes('"approval_request"') && l.includes('"origin"'))!
+      const event = JSON.parse(line.slice(line.indexOf("{")))
+      assert.strictEqual(event.name, "Write")
+      assert.strictEqual(event.origin.tool_call_id, "t1")
+      assert.strictEqual(event.origin.description, "write it")
+      assert.notStrictEqual(event.origin.conversation_id, conversation.id)
+      assert.isFalse(Fs.existsSync(Path.join(dirs.workspace, "new.txt")))
+      // The parent's own id is answered already: the child's question is keyed by its conversation.
+      const key = encodeURIComponent(`${event.origin.conversation_id}/t1`)
+      assert.strictEqual((yield* request(`${base}/approvals/${key}`, { method: "POST", headers, body: JSON.stringify({ decision: "allow" }) })).status, 200)
+      const done = yield* readEvents(`${base}/events?after=0`, '"running":false')
+      assert.include(done, "The subagent wrote it.")
+      assert.strictEqual(Fs.readFileSync(Path.join(dirs.workspace, "new.txt"), "utf8"), "x")
+    }))
+
   it.scopedLive("over --server: the conversation lives in the server's home, the tools run in the web host's workspace", () =>
     Effect.gen(function*() {
       const model = yield* MockModelServer.make({

@@ -199,6 +199,13 @@ export const runner = (env: AppEnv, options: ServeCommandOptions): Effect.Effect
     return { url, host: options.runnerHost ?? DEFAULT_RUNNER_HOST, port, shardLockExpirationMs: expiry }
   })
 
+/** What every `baton serve` takes from the environment: new conversations' defaults and the pricing of `GET /v1/usage`. */
+const servedWith = (env: AppEnv, options: ServeOptions): ServeOptions => ({
+  conversationDefaults: { system_prompt: DEFAULT_SYSTEM_PROMPT, ...conversationSettings(env) },
+  ...(env.settings.file.pricing !== undefined ? { pricing: env.settings.file.pricing } : {}),
+  ...options
+})
+
 /** `baton serve --cluster`: one runner of the cluster (Runner.ts), with this model, behind HTTP + SSE. */
 export const clusterServer = (
   env: AppEnv,
@@ -211,8 +218,7 @@ export const clusterServer = (
     const { layerRunner, RunnerStatus } = yield* Effect.promise(() => import("../backend/Runner.js"))
     return Layer.unwrapEffect(Effect.map(RunnerStatus, (status) =>
       server.serve({
-        conversationDefaults: { system_prompt: DEFAULT_SYSTEM_PROMPT, ...conversationSettings(env) },
-        ...options,
+        ...servedWith(env, options),
         runner: Effect.map(status.shards, (shards) => ({ address: status.address, shards }))
       }))).pipe(Layer.provide(layerRunner(runnerOptions)), Layer.provide(provider))
   }))
@@ -226,14 +232,7 @@ export const server = (
   Layer.unwrapEffect(
     Effect.map(
       Effect.promise(() => import("../server/Server.js")),
-      (server) =>
-        server.serve({
-          conversationDefaults: { system_prompt: DEFAULT_SYSTEM_PROMPT, ...conversationSettings(env) },
-          ...(env.settings.file.pricing !== undefined ? { pricing: env.settings.file.pricing } : {}),
-          ...options
-        }).pipe(
-          Layer.provide(localBackend(env, provider))
-        )
+      (server) => server.serve(servedWith(env, options)).pipe(Layer.provide(localBackend(env, provider)))
     )
   )
 

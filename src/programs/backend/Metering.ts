@@ -18,11 +18,11 @@ export const metered = (
   ...provider,
   stream: (request) =>
     provider.stream(request).pipe(Stream.mapChunksEffect((events) => {
-      const usages = Chunk.filter(events, (event) => event._tag === "Usage")
-      if (Chunk.isEmpty(usages)) return Effect.succeed(events)
+      // Every read of the stream passes here; usage comes once a request, so the common batch costs one scan.
+      if (!Chunk.some(events, (event) => event._tag === "Usage")) return Effect.succeed(events)
       return Effect.gen(function*() {
         const now = yield* Clock.currentTimeMillis
-        for (const usage of usages) {
+        for (const usage of events) {
           if (usage._tag !== "Usage") continue
           yield* store.recordUsage({
             conversation_id: context.conversationId,

@@ -1,6 +1,6 @@
 import { Deferred, Effect, Either, Exit, Fiber, FiberHandle, FiberSet, Mailbox, Option, Ref, Stream } from "effect"
 import * as Path from "node:path"
-import type { Conversation, ConversationSettings, ConversationSettingsInput, ToolDefinition } from "../../domain/Conversation.js"
+import type { ConversationSettingsInput } from "../../domain/Conversation.js"
 import type { BackendError } from "../../domain/Errors.js"
 import { InvalidInput } from "../../domain/Errors.js"
 import type { ApprovalDecision, TaskEvent } from "../../domain/Events.js"
@@ -19,6 +19,7 @@ import { interruptTask } from "./Interrupt.js"
 import { offeringTask, runningTasks } from "./Subagent.js"
 import { runTask, type TaskDeps } from "./Task.js"
 import * as TaskProgress from "./TaskProgress.js"
+import { sendingCurrentTools, toolSync } from "./ToolSync.js"
 import type { ToolBatch } from "./ToolBatch.js"
 
 /*
@@ -98,33 +99,6 @@ export interface Session {
 const TASK_BUFFER = 8192
 
 const newOtid = Effect.sync(() => Otid.make(crypto.randomUUID()))
-
-/**
- * Brings the conversation's tool list up to the executor's: an MCP server's listChanged, or one
- * that died, changes what the next model request may offer. Cheap when nothing changed (the
- * executor hands back the same array), so it runs before every run.
- */
-const toolSync = (backend: Backend["Type"], executor: ToolExecutor["Type"], conversation: Conversation) =>
-  Effect.gen(function*() {
-    const synced = yield* Ref.make<{ readonly offered?: ReadonlyArray<ToolDefinition>; readonly settings: ConversationSettings }>({
-      settings: conversation.settings
-    })
-    return Effect.gen(function*() {
-      const offered = yield* executor.definitions
-      const last = yield* Ref.get(synced)
-      if (offered === last.offered) return
-      const settings = JSON.stringify(offered) === JSON.stringify(last.settings.tools)
-        ? last.settings
-        : (yield* backend.updateConversation(conversation.id, { settings: { ...last.settings, tools: offered } })).settings
-      yield* Ref.set(synced, { offered, settings })
-    })
-  })
-
-/** The task's backend: every run it starts is sent with the tools as they are at that moment. */
-const sendingCurrentTools = (backend: Backend["Type"], syncTools: Effect.Effect<void, BackendError>): Backend["Type"] => ({
-  ...backend,
-  send: (id, input) => Stream.unwrap(Effect.as(syncTools, backend.send(id, input)))
-})
 
 /**
  * One result committed as its tool finished. A failure is not the task's: the result still goes with

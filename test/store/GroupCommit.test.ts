@@ -1,16 +1,22 @@
 import { assert, describe, it } from "@effect/vitest"
 import type { SqlClient } from "@effect/sql/SqlClient"
-import { Chunk, Effect, Either, Stream } from "effect"
+import { Chunk, Clock, Effect, Either, type Scope, Stream } from "effect"
 import * as Path from "node:path"
+import type { StoreError } from "../../src/domain/Errors.js"
 import type { Chunk as RunChunk } from "../../src/domain/Events.js"
 import { Otid, type RunId } from "../../src/domain/Ids.js"
+import { openDatabase as openPg } from "../../src/services/store/pg/Open.js"
+import { makePgStore } from "../../src/services/store/pg/PgStore.js"
 import { openDatabase } from "../../src/services/store/sqlite/Open.js"
 import { makeSqliteStore } from "../../src/services/store/sqlite/SqliteStore.js"
+import type { Store } from "../../src/services/Store.js"
+import { freshSchema, TEST_DATABASE_URL } from "../support/pgDatabase.js"
 import { tempDir } from "../support/tempDir.js"
 
 /**
- * Group commit (services/store/sqlite/GroupCommit.ts): commits waiting together share one SQLite
- * transaction, and each keeps its own outcome. Transactions are counted on the real connection.
+ * Group commit (services/store/SqlGroupCommit.ts): commits waiting together share one transaction,
+ * and each keeps its own outcome, on SQLite and on PostgreSQL. Transactions are counted on the real
+ * connection.
  */
 
 /** The connection, counting the transactions begun at the top level (nested ones are savepoints). */
@@ -28,13 +34,40 @@ const counting = (sql: SqlClient) => {
 
 const delta = (runId: RunId, seq: number, content: string): RunChunk => ({ type: "text_delta", content, run_id: runId, seq })
 
-describe("group commit", () => {
+interface Opened {
+  readonly store: Store["Type"]
+  readonly counter: { readonly top: number }
+  /** The database itself, behind the store's back. */
+  readonly raw: SqlClient
+}
+
+type Open = Effect.Effect<Opened, StoreError, Scope.Scope>
+
+const sqlite: Open = Effect.gen(function*() {
+  const dir = yield* tempDir
+  const path = Path.join(dir, "baton.db")
+  const raw = yield* openDatabase({ filename: path })
+  const { client, counter } = counting(raw)
+  return { store: yield* makeSqliteStore(client, path), counter, raw }
+})
+
+// Connections made on the real clock (see pgDatabase.ts's pgStore).
+const postgres: Open = Effect.gen(function*() {
+  const { url } = yield* freshSchema
+  const { sql, target } = yield* openPg({ url })
+  const { client, counter } = counting(sql)
+  return { store: yield* makePgStore(client, target), counter, raw: sql }
+}).pipe(Effect.withClock(Clock.make()))
+
+const engines: ReadonlyArray<readonly [string, Open]> = [
+  ["SQLite", sqlite],
+  ...(TEST_DATABASE_URL === undefined || TEST_DATABASE_URL === "" ? [] : [["PostgreSQL", postgres] as const])
+]
+
+describe.each(engines)("group commit on %s", (_, open) => {
   it.scoped("commits arriving together share a transaction; each keeps its own outcome", () =>
     Effect.gen(function*() {
-      const dir = yield* tempDir
-      const path = Path.join(dir, "baton.db")
-      const { client, counter } = counting(yield* openDatabase({ filename: path }))
-      const store = yield* makeSqliteStore(client, path)
+      const { counter, store } = yield* open
       const runs = yield* Effect.forEach(Array.from({ length: 20 }), (_, i) =>
         Effect.gen(function*() {
           const conversation = yield* store.createConversation({})
@@ -70,15 +103,39 @@ describe("group commit", () => {
 
   it.scoped("a lone commit is not held back for company, and the next one continues its run", () =>
     Effect.gen(function*() {
-      const dir = yield* tempDir
-      const path = Path.join(dir, "baton.db")
-      const { client, counter } = counting(yield* openDatabase({ filename: path }))
-      const store = yield* makeSqliteStore(client, path)
+      const { counter, store } = yield* open
       const conversation = yield* store.createConversation({})
       const { run } = yield* store.createRun(conversation.id, Otid.make("o"), "turn")
       const before = counter.top
       for (let seq = 1; seq <= 3; seq++) yield* store.commit({ conversationId: conversation.id, chunks: [delta(run.id, seq, `${seq}`)] })
       assert.strictEqual(counter.top - before, 3)
       assert.strictEqual((yield* store.getRun(run.id)).lastSeq, 3)
+    }))
+
+  it.scoped("a streamed commit the database refuses fails alone; the others of its group are kept", () =>
+    Effect.gen(function*() {
+      const { counter, raw, store } = yield* open
+      const runs = yield* Effect.forEach(Array.from({ length: 5 }), (_, i) =>
+        Effect.gen(function*() {
+          const conversation = yield* store.createConversation({})
+          const { run } = yield* store.createRun(conversation.id, Otid.make(`o${i}`), "turn")
+          return { conversation: conversation.id, run: run.id }
+        }))
+      // Another writer left a chunk the run's row does not count (a stale owner, say): the insert
+      // of seq 1 for that run is refused by the database itself, not by the check.
+      yield* Effect.orDie(raw`INSERT INTO chunks (run_id, seq, body) VALUES (${runs[2]!.run}, 1, ${JSON.stringify(delta(runs[2]!.run, 1, "z"))})`)
+      const before = counter.top
+      const outcomes = yield* Effect.all(
+        runs.map(({ conversation, run }) => Effect.either(store.commit({ conversationId: conversation, chunks: [delta(run, 1, "a")] }))),
+        { concurrency: "unbounded" }
+      )
+      // Together, or the group's part in this would not be shown.
+      assert.isAtMost(counter.top - before, 2)
+      assert.isTrue(Either.isLeft(outcomes[2]!) && outcomes[2].left._tag === "StoreError")
+      assert.deepStrictEqual(outcomes.map(Either.isRight), [true, true, false, true, true])
+      for (const { run } of runs.filter((_, i) => i !== 2)) {
+        assert.deepStrictEqual(Chunk.toReadonlyArray(yield* Stream.runCollect(store.readChunks(run, 0))), [delta(run, 1, "a")])
+      }
+      assert.strictEqual((yield* store.getRun(runs[2]!.run)).lastSeq, 0)
     }))
 })

@@ -16,12 +16,13 @@ export type { PgOptions }
  * or has a newer schema fail the layer with a StoreError naming the database without its password.
  */
 export const layer = (options: PgOptions): Layer.Layer<Store, StoreError> =>
-  Layer.scoped(Store, Effect.map(openDatabase(options), ({ sql, target }) => makePgStore(sql, target)))
+  Layer.scoped(Store, Effect.flatMap(openDatabase(options), ({ sql, target }) => makePgStore(sql, target)))
 
 /**
  * The Store and its connection pool, for what shares the database with it: a cluster's runner
  * storage and shard locks (`baton serve --cluster`), and its LISTEN/NOTIFY run tail.
  */
 export const layerWithClient = (options: PgOptions): Layer.Layer<Store | PgClient.PgClient | SqlClient.SqlClient, StoreError> =>
-  Layer.scopedContext(Effect.map(openDatabase(options), ({ sql, target }) =>
-    Context.make(Store, makePgStore(sql, target)).pipe(Context.add(PgClient.PgClient, sql), Context.add(SqlClient.SqlClient, sql))))
+  Layer.scopedContext(Effect.flatMap(openDatabase(options), ({ sql, target }) =>
+    Effect.map(makePgStore(sql, target), (store) =>
+      Context.make(Store, store).pipe(Context.add(PgClient.PgClient, sql), Context.add(SqlClient.SqlClient, sql)))))

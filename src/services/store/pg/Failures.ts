@@ -76,4 +76,6 @@ export const classify = (target: PgTarget, error: unknown): StoreError => {
 export const guard = (target: PgTarget) => guardWith((e) => classify(target, e))
 
 /** A serialization failure or a deadlock ends at once and rolls back: the transaction may run again. */
-export const retryLostRace = retryLostRaces((e) => isSqlError(e) && (codeOf(e) === "40001" || codeOf(e) === "40P01"))
+export const isLostRace = (e: unknown): boolean => isSqlError(e) && (codeOf(e) === "40001" || codeOf(e) === "40P01")
+
+export const retryLostRace = retryLostRaces(isLostRace)

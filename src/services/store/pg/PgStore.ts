@@ -1,8 +1,11 @@
 import type { SqlClient } from "@effect/sql/SqlClient"
 import { Effect } from "effect"
+import { Store } from "../../Store.js"
 import { makeQueries, type SqlDialect } from "../SqlQueries.js"
+import { makeGroupCommit } from "../SqlGroupCommit.js"
 import { makeSqlStore } from "../SqlStore.js"
-import { corruptError, guard, type PgTarget, retryLostRace } from "./Failures.js"
+import { corruptError, guard, isLostRace, type PgTarget, retryLostRace } from "./Failures.js"
+import { pgGroupStatements } from "./GroupCommit.js"
 
 /**
  * services/store/pg/ is the Store on PostgreSQL: connecting and checking the server (Open), the
@@ -23,14 +26,26 @@ const dialect: SqlDialect = {
 
 export const pgQueries = (sql: SqlClient) => makeQueries(sql, dialect)
 
+/** The Store over a pool; its group-commit writer lives in the scope. */
 export const makePgStore = (sql: SqlClient, target: PgTarget) =>
-  makeSqlStore({
-    sql,
-    q: pgQueries(sql),
-    source: { label: target.label, corrupt: (what) => corruptError(target, what) },
-    guard: guard(target),
-    retry: retryLostRace,
-    // Each statement of a READ COMMITTED transaction sees its own snapshot; these reads need one.
-    snapshot: (effect) =>
-      sql.withTransaction(Effect.zipRight(sql`SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY`, effect))
+  Effect.gen(function*() {
+    const store = makeSqlStore({
+      sql,
+      q: pgQueries(sql),
+      source: { label: target.label, corrupt: (what) => corruptError(target, what) },
+      guard: guard(target),
+      retry: retryLostRace,
+      // Each statement of a READ COMMITTED transaction sees its own snapshot; these reads need one.
+      snapshot: (effect) =>
+        sql.withTransaction(Effect.zipRight(sql`SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY`, effect))
+    })
+    // A commit is several round trips to the server: the ones waiting together share them and one COMMIT.
+    const commit = yield* makeGroupCommit({
+      sql,
+      label: target.label,
+      statements: pgGroupStatements(sql),
+      transact: (effect) => effect.pipe(retryLostRace, guard(target)),
+      lostRace: isLostRace
+    }, store.commit)
+    return Store.of({ ...store, commit })
   })

@@ -70,7 +70,7 @@ export const guard = (path: string) => guardWith((e) => classify(path, e))
  * SQLITE_BUSY has already waited the whole busy timeout (with the event loop blocked, since
  * better-sqlite3 is synchronous), so it is reported rather than waited for again.
  */
-const isTransientBusy = (e: unknown) =>
+export const isTransientBusy = (e: unknown): boolean =>
   isSqlError(e) && (codeOf(e) === "SQLITE_BUSY_SNAPSHOT" || codeOf(e) === "SQLITE_BUSY_RECOVERY")
 
 /** A stale snapshot or a WAL recovery lost a race: tried again through the recovery policy. */

@@ -3,8 +3,9 @@ import { Effect } from "effect"
 import { Store } from "../../Store.js"
 import { makeQueries, type SqlDialect } from "../SqlQueries.js"
 import { makeSqlStore } from "../SqlStore.js"
-import { corruptError, guard, retryBusy } from "./Failures.js"
-import { makeGroupCommit } from "./GroupCommit.js"
+import { makeGroupCommit } from "../SqlGroupCommit.js"
+import { corruptError, guard, isTransientBusy, retryBusy } from "./Failures.js"
+import { sqliteGroupStatements } from "./GroupCommit.js"
 
 /**
  * services/store/sqlite/ is the Store on one SQLite file: opening and checking it (Open, Header),
@@ -37,5 +38,12 @@ export const makeSqliteStore = (sql: SqlClient, path: string) =>
       snapshot: (effect) => sql.withTransaction(effect)
     })
     // One connection serialises every write anyway: let the writes that wait together share a transaction.
-    return Store.of({ ...store, commit: yield* makeGroupCommit(sql, path, store.commit) })
+    const commit = yield* makeGroupCommit({
+      sql,
+      label: path,
+      statements: sqliteGroupStatements(sql),
+      transact: (effect) => effect.pipe(retryBusy, guard(path)),
+      lostRace: isTransientBusy
+    }, store.commit)
+    return Store.of({ ...store, commit })
   })

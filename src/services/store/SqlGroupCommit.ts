@@ -1,0 +1,179 @@
+import type { SqlClient } from "@effect/sql/SqlClient"
+import type { SqlError } from "@effect/sql/SqlError"
+import { Clock, Deferred, Effect, Exit, Queue } from "effect"
+import { type ChunkSeqError, type NotFound, StoreError, type ToolCallAnswered } from "../../domain/Errors.js"
+import type { Chunk } from "../../domain/Events.js"
+import type { StoredItem, Write } from "../../domain/History.js"
+import { encodeEventText } from "./Codec.js"
+
+/**
+ * Group commit: the commits that are waiting when the writer is free go into one transaction, so a
+ * thousand conversations streaming at once pay for one write of what they share (SQLite's WAL pages,
+ * PostgreSQL's round trips and its commit) instead of one per delta. Batch by arrival, never by
+ * waiting: a lone commit runs at once. Each commit keeps its own outcome: the common one (a run's
+ * streamed chunks, nothing recorded) is checked here against the runs' rows, locked first, and
+ * written with the others in a few multi-row statements; any other commit, and any streamed one that
+ * does not check out, runs on its own inside a savepoint, so its failure is its own and rolls back
+ * only its own writes. The database's dialect gives the three statements (GroupStatements).
+ */
+
+type CommitError = NotFound | ChunkSeqError | ToolCallAnswered | StoreError
+type Commit = (write: Write) => Effect.Effect<ReadonlyArray<StoredItem>, CommitError>
+
+export interface RunRow {
+  readonly id: string
+  readonly conversation_id: string
+  /** A number, or the text PostgreSQL gives a bigint. */
+  readonly last_seq: number | string
+}
+
+export interface ChunkRow {
+  readonly run_id: string
+  readonly seq: number
+  readonly body: string
+}
+
+/** What one database says for the streamed part of a group; each statement takes any number of rows. */
+export interface GroupStatements {
+  /** Stamps the runs and holds them for the transaction (writing first: SQLite takes its write lock here). */
+  readonly lockRuns: (ids: ReadonlyArray<string>, now: number) => Effect.Effect<ReadonlyArray<RunRow>, SqlError>
+  readonly insertChunks: (rows: ReadonlyArray<ChunkRow>) => Effect.Effect<void, SqlError>
+  readonly setLastSeqs: (runs: ReadonlyArray<readonly [id: string, lastSeq: number]>) => Effect.Effect<void, SqlError>
+}
+
+export interface GroupEngine {
+  readonly sql: SqlClient
+  /** Names the store in the error a commit after close gets. */
+  readonly label: string
+  readonly statements: GroupStatements
+  /** The whole group's transaction: a lost race tried again, SQL failures made StoreErrors. */
+  readonly transact: <A, E, R>(effect: Effect.Effect<A, E | SqlError, R>) => Effect.Effect<A, Exclude<E, SqlError> | StoreError, R>
+  /** A failure that must undo the whole group for `transact` to try again, not only the streamed part. */
+  readonly lostRace: (error: unknown) => boolean
+}
+
+interface Pending {
+  readonly write: Write
+  /** The caller's: its commit is stamped by the clock it runs on, not the writer's. */
+  readonly clock: Clock.Clock
+  readonly done: Deferred.Deferred<ReadonlyArray<StoredItem>, CommitError>
+}
+
+type Outcomes = Map<Pending, Exit.Exit<ReadonlyArray<StoredItem>, CommitError>>
+
+/** Commits taken into one transaction at most (the rest wait for the next one). */
+const MAX_GROUP = 2048
+
+/** Only streamed chunks: no history items, no run finished, no new segment. */
+const isStreamOnly = (write: Write): boolean =>
+  (write.items ?? []).length === 0 && write.finishRun === undefined && write.newSegment !== true && (write.chunks ?? []).length > 0
+
+/** Which streamed commits continue their runs' seqs (in group order), the chunks they add, and the runs' new last seqs. */
+const check = (group: ReadonlyArray<Pending>, rows: ReadonlyArray<RunRow>) => {
+  const runs = new Map(rows.map((row) => [row.id, { conversation: row.conversation_id, last: Number(row.last_seq) }]))
+  const accepted: Array<Pending> = []
+  const alone: Array<Pending> = []
+  const chunks: Array<Chunk> = []
+  for (const pending of group) {
+    const own = pending.write.chunks ?? []
+    const next = new Map<string, number>()
+    const fits = own.every((chunk) => {
+      const run = runs.get(chunk.run_id)
+      if (run === undefined || run.conversation !== pending.write.conversationId) return false
+      const last = next.get(chunk.run_id) ?? run.last
+      next.set(chunk.run_id, chunk.seq)
+      return chunk.seq === last + 1
+    })
+    if (!fits) {
+      alone.push(pending)
+      continue
+    }
+    for (const [id, last] of next) runs.get(id)!.last = last
+    accepted.push(pending)
+    chunks.push(...own)
+  }
+  const lastSeqs = [...new Set(chunks.map((c) => c.run_id))].map((id) => [id, runs.get(id)!.last] as const)
+  return { accepted, alone, chunks, lastSeqs }
+}
+
+export const makeGroupCommit = (engine: GroupEngine, single: Commit) =>
+  Effect.gen(function*() {
+    const { label, lostRace, sql, statements, transact } = engine
+    const queue = yield* Queue.unbounded<Pending>()
+
+    const alone = (pending: Pending) => Effect.exit(Effect.withClock(single(pending.write), pending.clock))
+
+    /** Streamed commits, checked against the runs' last seqs and written together; the rest go to `single`. */
+    const streamed = (group: ReadonlyArray<Pending>, outcomes: Outcomes) =>
+      Effect.gen(function*() {
+        const now = yield* group[0]!.clock.currentTimeMillis
+        const runIds = [...new Set(group.flatMap((p) => (p.write.chunks ?? []).map((c) => c.run_id)))].sort()
+        // In a savepoint: a statement the database refuses (another process wrote the same run) sends
+        // these commits to run alone, instead of failing the unrelated commits of the group with it.
+        const written = yield* sql.withTransaction(Effect.gen(function*() {
+          const checked = check(group, yield* statements.lockRuns(runIds, now))
+          if (checked.chunks.length > 0) {
+            yield* statements.insertChunks(checked.chunks.map((c) => ({ run_id: c.run_id, seq: c.seq, body: encodeEventText(c) })))
+            yield* statements.setLastSeqs(checked.lastSeqs)
+          }
+          return checked
+        })).pipe(Effect.catchIf((e) => !lostRace(e), () => Effect.succeed({ accepted: [], alone: group })))
+        for (const pending of written.accepted) outcomes.set(pending, Exit.succeed([]))
+        // What did not check out runs on its own, to fail (or pass) exactly as it would alone.
+        for (const pending of written.alone) outcomes.set(pending, yield* alone(pending))
+      })
+
+    /** One transaction for the whole group, in arrival order; every commit gets its own outcome. */
+    const commitGroup = (group: ReadonlyArray<Pending>) =>
+      Effect.gen(function*() {
+        const outcomes: Outcomes = new Map()
+        const transaction = Effect.gen(function*() {
+          outcomes.clear()
+          let at = 0
+          while (at < group.length) {
+            let end = at
+            while (end < group.length && isStreamOnly(group[end]!.write)) end++
+            if (end > at) {
+              yield* streamed(group.slice(at, end), outcomes)
+              at = end
+            } else {
+              outcomes.set(group[at]!, yield* alone(group[at]!))
+              at++
+            }
+          }
+        })
+        const exit = yield* Effect.exit(transact(sql.withTransaction(transaction)))
+        for (const pending of group) {
+          const own = outcomes.get(pending)
+          // A transaction that failed as a whole undid every commit in it, whatever each one said.
+          const outcome = Exit.isFailure(exit) && (own === undefined || Exit.isSuccess(own)) ? Exit.failCause(exit.cause) : own!
+          yield* Deferred.done(pending.done, outcome)
+        }
+      })
+
+    const writer = Queue.takeBetween(queue, 1, MAX_GROUP).pipe(
+      Effect.flatMap((group) => Effect.uninterruptible(commitGroup([...group]))),
+      Effect.forever
+    )
+    const closedError = new StoreError({ reason: "closed", path: label, message: `The store on ${label} was already closed (its layer's scope ended); this is a bug in the caller.` })
+    let closed = false
+    // Added before the writer starts, so it runs after the writer has stopped (and finished its group):
+    // what is still queued then fails rather than leave its callers waiting.
+    yield* Effect.addFinalizer(() =>
+      Effect.suspend(() => {
+        closed = true
+        return Effect.flatMap(Queue.takeAll(queue), (left) => Effect.forEach(left, (pending) => Deferred.fail(pending.done, closedError), { discard: true }))
+      })
+    )
+    // Untraced: its callers' spans (baton.store.commit) say what was committed; a span per SQL
+    // statement of every group would be several spans per streamed chunk.
+    yield* Effect.forkScoped(Effect.withTracerEnabled(writer, false))
+
+    return (write: Write): Effect.Effect<ReadonlyArray<StoredItem>, CommitError> =>
+      Effect.suspend(() =>
+        closed
+          ? Effect.fail(closedError)
+          : Effect.all([Deferred.make<ReadonlyArray<StoredItem>, CommitError>(), Effect.clock]).pipe(Effect.flatMap(([done, clock]) =>
+            Effect.zipRight(Queue.offer(queue, { write, clock, done }), Deferred.await(done))))
+      )
+  })

@@ -179,8 +179,10 @@ export const followStored = (
         if ((yield* store.getRun(runId)).status !== "running") {
           return [yield* Stream.runCollect(store.readChunks(runId, cursor.after)), Option.none()] as const
         }
-        yield* idle(pollMs)
       }
+      // The read took everything committed so far: the next one waits for more (at once, when
+      // notices came meanwhile), rather than ask the Store again only to find nothing.
+      if (!done) yield* idle(pollMs)
       const next = { after: last?.seq ?? cursor.after, done }
       return [chunks, done ? Option.none() : Option.some(next)] as const
     })

@@ -35,6 +35,9 @@ export const openDatabase = (options: PgOptions): Effect.Effect<{ readonly sql: 
       url: Redacted.make(url),
       applicationName: "baton",
       connectTimeout: "10 seconds",
+      // A connection costs a SCRAM handshake (pbkdf2): a busy server keeps its pool rather than
+      // close what sat idle between bursts and open it again for the next one.
+      idleTimeout: "5 minutes",
       ...(options.maxConnections === undefined ? {} : { maxConnections: options.maxConnections })
     }).pipe(Effect.provide(Reactivity.layer), run)
     const [server] = yield* run(sql<{ readonly num: string; readonly version: string }>`SELECT

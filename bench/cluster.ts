@@ -15,8 +15,8 @@ import { Backend } from "../src/services/Backend.js"
 import { layerRemote } from "../src/services/backend/Remote.js"
 import { layer as layerPg } from "../src/services/store/Pg.js"
 import { Store } from "../src/services/Store.js"
-import { bin, converse, CONVERSATIONS, DELTAS, loopbackProcess } from "./conversations.js"
-import { spawnMeasured, tempDir } from "./support/Child.js"
+import { bin, converse, CONVERSATIONS, DELTAS, loopbackProcess, serveFlags } from "./conversations.js"
+import { type Measured, spawnMeasured, tempDir } from "./support/Child.js"
 import type { Row } from "./support/Table.js"
 
 const DATABASE = process.env["BENCH_DATABASE_URL"] ?? process.env["BATON_TEST_DATABASE_URL"]
@@ -39,11 +39,12 @@ const runner = (url: string, baseUrl: string, i: number) =>
   Effect.acquireRelease(
     Effect.promise(async () => {
       const home = tempDir(`runner-${i}`)
-      const running = spawnMeasured([bin, "serve", "--port", "0", "--home", home, "--database", url, "--cluster", "--runner-port", String(35_400 + i)], {
+      const running = spawnMeasured([...serveFlags, bin, "serve", "--port", "0", "--home", home, "--database", url, "--cluster", "--runner-port", String(35_400 + i)], {
         env: { BATON_PROVIDER: "openai-chat", BATON_MODEL: "bench", BATON_BASE_URL: baseUrl }
       })
       const [, address] = await running.waitFor(/baton serve: (http:\/\/\S+)/)
-      return { url: address!, home, stop: () => (running.child.kill("SIGTERM"), running.exited) }
+      let stopped: Promise<Measured> | undefined
+      return { url: address!, home, stop: () => (stopped ??= (running.child.kill("SIGTERM"), running.exited)) }
     }),
     (r) => Effect.promise(() => r.stop().then(() => Fs.rmSync(r.home, { recursive: true, force: true })))
   )
@@ -75,11 +76,20 @@ const scenario = (database: string, runners: number) =>
     const began = performance.now()
     const outcomes = yield* Effect.forEach(ids, (id, i) => converse(backends[i % runners]!, id, delays), { concurrency: "unbounded" })
     const seconds = (performance.now() - began) / 1000
+    // Stopped here (the scope would too) to read what each runner used.
+    const usage = yield* Effect.promise(() => Promise.all(started.map((r) => r.stop())))
     const stored = yield* persisted(url, ids)
     for (const o of outcomes) {
       if (!o.ok || o.deltas !== DELTAS) process.stderr.write(`bench cluster: a stream read ${o.deltas} deltas, ${o.chunks} chunks${o.error !== undefined ? `: ${o.error}` : ""}\n`)
     }
-    return { ...stored, seconds, errors: outcomes.filter((o) => !o.ok || o.deltas !== DELTAS).length, chunksPerSecond: stored.chunks / stored.seconds }
+    return {
+      ...stored,
+      seconds,
+      errors: outcomes.filter((o) => !o.ok || o.deltas !== DELTAS).length,
+      chunksPerSecond: stored.chunks / stored.seconds,
+      cpuUsPerChunk: (usage.reduce((n, u) => n + u.cpuMs, 0) * 1000) / stored.chunks,
+      peakRssMb: Math.max(...usage.map((u) => u.maxRssMb))
+    }
   }).pipe(Effect.scoped, Effect.orDie)
 
 const persisted = (url: string, ids: ReadonlyArray<ConversationId>) =>
@@ -109,7 +119,7 @@ export const clusterRows: Effect.Effect<ReadonlyArray<Row>> = Effect.gen(functio
       unit: "chunks/s",
       note: `${figures.errors} errors (${figures.reconnected} runs reconnected as shards moved, ${figures.missing} never started, ended: ${
         figures.failed.join(", ") || "all end_turn"
-      }); all read in ${figures.seconds.toFixed(1)} s`
+      }); all read in ${figures.seconds.toFixed(1)} s; runners' CPU ${figures.cpuUsPerChunk.toFixed(0)} µs per chunk, peak RSS ${figures.peakRssMb.toFixed(0)} MB (largest runner)`
     })
   }
   return rows

@@ -30,7 +30,7 @@ import type { Row } from "./support/Table.js"
 const root = Path.join(import.meta.dirname, "..")
 export const bin = process.env["BENCH_BIN"] ?? Path.join(root, "dist", "bin", "baton.js")
 /** Extra node flags for the server, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` to see where its time goes. */
-const serveFlags = (process.env["BENCH_SERVE_FLAGS"] ?? "").split(" ").filter((f) => f !== "")
+export const serveFlags = (process.env["BENCH_SERVE_FLAGS"] ?? "").split(" ").filter((f) => f !== "")
 const loopbackMain = Path.join(import.meta.dirname, "support", "LoopbackMain.ts")
 
 export const CONVERSATIONS = Number(process.env["BENCH_CONVERSATIONS"] ?? 1000)

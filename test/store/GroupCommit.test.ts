@@ -1,6 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import type { SqlClient } from "@effect/sql/SqlClient"
-import { Chunk, Clock, Effect, Either, type Scope, Stream } from "effect"
+import { Chunk, Clock, Effect, Either, Exit, Fiber, Scope, Stream } from "effect"
 import * as Path from "node:path"
 import type { StoreError } from "../../src/domain/Errors.js"
 import type { Chunk as RunChunk } from "../../src/domain/Events.js"
@@ -138,4 +138,25 @@ describe.each(engines)("group commit on %s", (_, open) => {
       }
       assert.strictEqual((yield* store.getRun(runs[2]!.run)).lastSeq, 0)
     }))
+
+  it.effect("commits handed to the writer as its scope closes are written, not dropped; later ones fail as closed", () =>
+    Effect.gen(function*() {
+      const scope = yield* Scope.make()
+      const { store } = yield* Scope.extend(open, scope)
+      const runs = yield* Effect.forEach(Array.from({ length: 3 }), (_, i) =>
+        Effect.gen(function*() {
+          const conversation = yield* store.createConversation({})
+          const { run } = yield* store.createRun(conversation.id, Otid.make(`o${i}`), "turn")
+          return { conversation: conversation.id, run: run.id }
+        }))
+      const commits = yield* Effect.forEach(runs, ({ conversation, run }) =>
+        Effect.fork(store.commit({ conversationId: conversation, chunks: [delta(run, 1, "a")] })))
+      // The commits reach the idle writer, which has not yet run with them, when the scope closes.
+      yield* Effect.yieldNow()
+      yield* Scope.close(scope, Exit.void)
+      const outcomes = yield* Effect.forEach(commits, (fiber) => Effect.either(Fiber.join(fiber)))
+      assert.deepStrictEqual(outcomes.map(Either.isRight), [true, true, true])
+      const late = yield* Effect.either(store.commit({ conversationId: runs[0]!.conversation, chunks: [delta(runs[0]!.run, 2, "b")] }))
+      assert.isTrue(Either.isLeft(late) && late.left._tag === "StoreError" && late.left.reason === "closed")
+    }).pipe(Effect.withClock(Clock.make())))
 })

@@ -1,6 +1,6 @@
 import type { SqlClient } from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
-import { Clock, Deferred, Effect, Exit, Queue } from "effect"
+import { Chunk as EChunk, type Clock, Deferred, Effect, Exit, Fiber, FiberId, Queue } from "effect"
 import { type ChunkSeqError, type NotFound, StoreError, type ToolCallAnswered } from "../../domain/Errors.js"
 import type { Chunk } from "../../domain/Events.js"
 import type { StoredItem, Write } from "../../domain/History.js"
@@ -59,6 +59,9 @@ interface Pending {
   readonly done: Deferred.Deferred<ReadonlyArray<StoredItem>, CommitError>
 }
 
+/** Queued by closing the scope, after every commit accepted: the writer stops once it has written them. */
+const STOP = Symbol("stop")
+
 type Outcomes = Map<Pending, Exit.Exit<ReadonlyArray<StoredItem>, CommitError>>
 
 /** Commits taken into one transaction at most (the rest wait for the next one). */
@@ -99,7 +102,7 @@ const check = (group: ReadonlyArray<Pending>, rows: ReadonlyArray<RunRow>) => {
 export const makeGroupCommit = (engine: GroupEngine, single: Commit) =>
   Effect.gen(function*() {
     const { label, lostRace, sql, statements, transact } = engine
-    const queue = yield* Queue.unbounded<Pending>()
+    const queue = yield* Queue.unbounded<Pending | typeof STOP>()
 
     const alone = (pending: Pending) => Effect.exit(Effect.withClock(single(pending.write), pending.clock))
 
@@ -151,29 +154,37 @@ export const makeGroupCommit = (engine: GroupEngine, single: Commit) =>
         }
       })
 
-    const writer = Queue.takeBetween(queue, 1, MAX_GROUP).pipe(
-      Effect.flatMap((group) => Effect.uninterruptible(commitGroup([...group]))),
-      Effect.forever
-    )
     const closedError = new StoreError({ reason: "closed", path: label, message: `The store on ${label} was already closed (its layer's scope ended); this is a bug in the caller.` })
     let closed = false
-    // Added before the writer starts, so it runs after the writer has stopped (and finished its group):
-    // what is still queued then fails rather than leave its callers waiting.
+
+    // Never interrupted: a taker interrupted just as a commit is handed to it would drop that commit
+    // and leave its caller waiting forever. It stops when it takes STOP, which closing the scope
+    // queues after the last commit it accepted, so every accepted commit is written.
+    const writer: Effect.Effect<void> = Effect.flatMap(Queue.takeBetween(queue, 1, MAX_GROUP), (taken) => {
+      const group = EChunk.toReadonlyArray(taken)
+      const pending = group.filter((p): p is Pending => p !== STOP)
+      const commit = pending.length > 0 ? commitGroup(pending) : Effect.void
+      return pending.length === group.length ? Effect.zipRight(commit, writer) : commit
+    })
+    // Untraced: its callers' spans (baton.store.commit) say what was committed; a span per SQL
+    // statement of every group would be several spans per streamed chunk.
+    const running = yield* Effect.forkDaemon(Effect.withTracerEnabled(writer, false))
     yield* Effect.addFinalizer(() =>
       Effect.suspend(() => {
         closed = true
-        return Effect.flatMap(Queue.takeAll(queue), (left) => Effect.forEach(left, (pending) => Deferred.fail(pending.done, closedError), { discard: true }))
+        queue.unsafeOffer(STOP)
+        return Fiber.await(running)
       })
     )
-    // Untraced: its callers' spans (baton.store.commit) say what was committed; a span per SQL
-    // statement of every group would be several spans per streamed chunk.
-    yield* Effect.forkScoped(Effect.withTracerEnabled(writer, false))
 
     return (write: Write): Effect.Effect<ReadonlyArray<StoredItem>, CommitError> =>
-      Effect.suspend(() =>
-        closed
-          ? Effect.fail(closedError)
-          : Effect.all([Deferred.make<ReadonlyArray<StoredItem>, CommitError>(), Effect.clock]).pipe(Effect.flatMap(([done, clock]) =>
-            Effect.zipRight(Queue.offer(queue, { write, clock, done }), Deferred.await(done))))
+      Effect.clockWith((clock) =>
+        Effect.suspend(() => {
+          if (closed) return Effect.fail(closedError)
+          // Checked and queued in one step: nothing is queued after STOP.
+          const done = Deferred.unsafeMake<ReadonlyArray<StoredItem>, CommitError>(FiberId.none)
+          queue.unsafeOffer({ write, clock, done })
+          return Deferred.await(done)
+        })
       )
   })

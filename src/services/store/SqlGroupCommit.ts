@@ -107,20 +107,24 @@ export const makeGroupCommit = (engine: GroupEngine, single: Commit) =>
     const alone = (pending: Pending) => Effect.exit(Effect.withClock(single(pending.write), pending.clock))
 
     /** Streamed commits, checked against the runs' last seqs and written together; the rest go to `single`. */
-    const streamed = (group: ReadonlyArray<Pending>, outcomes: Outcomes) =>
+    const streamed = (group: ReadonlyArray<Pending>, outcomes: Outcomes, lone: boolean) =>
       Effect.gen(function*() {
         const now = yield* group[0]!.clock.currentTimeMillis
         const runIds = [...new Set(group.flatMap((p) => (p.write.chunks ?? []).map((c) => c.run_id)))].sort()
-        // In a savepoint: a statement the database refuses (another process wrote the same run) sends
-        // these commits to run alone, instead of failing the unrelated commits of the group with it.
-        const written = yield* sql.withTransaction(Effect.gen(function*() {
+        const write = Effect.gen(function*() {
           const checked = check(group, yield* statements.lockRuns(runIds, now))
           if (checked.chunks.length > 0) {
             yield* statements.insertChunks(checked.chunks.map((c) => ({ run_id: c.run_id, seq: c.seq, body: encodeEventText(c) })))
             yield* statements.setLastSeqs(checked.lastSeqs)
           }
           return checked
-        })).pipe(Effect.catchIf((e) => !lostRace(e), () => Effect.succeed({ accepted: [], alone: group })))
+        })
+        // In a savepoint: a statement the database refuses (another process wrote the same run) sends
+        // these commits to run alone, instead of failing the unrelated commits of the group with it.
+        // A lone commit has no such company; its failure is its own already.
+        const written = lone
+          ? yield* write
+          : yield* sql.withTransaction(write).pipe(Effect.catchIf((e) => !lostRace(e), () => Effect.succeed({ accepted: [], alone: group })))
         for (const pending of written.accepted) outcomes.set(pending, Exit.succeed([]))
         // What did not check out runs on its own, to fail (or pass) exactly as it would alone.
         for (const pending of written.alone) outcomes.set(pending, yield* alone(pending))
@@ -137,7 +141,7 @@ export const makeGroupCommit = (engine: GroupEngine, single: Commit) =>
             let end = at
             while (end < group.length && isStreamOnly(group[end]!.write)) end++
             if (end > at) {
-              yield* streamed(group.slice(at, end), outcomes)
+              yield* streamed(group.slice(at, end), outcomes, group.length === 1)
               at = end
             } else {
               outcomes.set(group[at]!, yield* alone(group[at]!))

@@ -1,5 +1,5 @@
 import type { Chunk, StopReasonValue, TaskEvent } from "./Events.js"
-import type { ConversationId, MessageId, RunId, ToolCallId } from "./Ids.js"
+import type { ConversationId, MessageId, Otid, RunId, ToolCallId } from "./Ids.js"
 import type { RunStatus } from "./Run.js"
 
 /**
@@ -77,6 +77,11 @@ export interface Write {
    * write fails with ToolCallAnswered and nothing is written (two writers answering one call).
    */
   readonly expectOpen?: ReadonlyArray<ToolCallId>
+  /**
+   * Held steering (by otid) these items record: taken off the conversation's queue in the same
+   * transaction, so a crash can neither lose it (taken, not yet recorded) nor send it twice.
+   */
+  readonly takesSteering?: ReadonlyArray<Otid>
 }
 
 /**

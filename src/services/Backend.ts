@@ -106,7 +106,12 @@ export class Backend extends Context.Tag("baton/Backend")<Backend, {
    * compaction), from whichever client sent it.
    */
   readonly steer: (id: ConversationId, text: string) => Effect.Effect<void, BackendError>
-  /** Removes and returns the steering no request has taken yet: a task that ends continues with it, or drops it. */
+  /**
+   * The steering no request has taken yet, left held: a task that ends continues with it as its next
+   * input, whose send takes it off the queue in the same transaction as it records it.
+   */
+  readonly heldSteering: (id: ConversationId) => Effect.Effect<ReadonlyArray<UserMessage>, BackendError>
+  /** Removes and returns the steering no request has taken yet (a task that ends drops it). */
   readonly takeSteering: (id: ConversationId) => Effect.Effect<ReadonlyArray<UserMessage>, BackendError>
   /**
    * Usage accounting: every model request's token usage (turns, compactions, titles, failed

@@ -93,6 +93,8 @@ export class Store extends Context.Tag("baton/Store")<Store, {
 
   /** Holds a steering message for the conversation's next input assembly (Backend.steer). */
   readonly queueSteering: (id: ConversationId, message: UserMessage) => Effect.Effect<void, NotFound | StoreError>
+  /** The conversation's queued steering messages, oldest first, left queued (a commit's `takesSteering` takes them). */
+  readonly heldSteering: (id: ConversationId) => Effect.Effect<ReadonlyArray<UserMessage>, NotFound | StoreError>
   /** Removes and returns the conversation's queued steering messages, oldest first. */
   readonly takeSteering: (id: ConversationId) => Effect.Effect<ReadonlyArray<UserMessage>, NotFound | StoreError>
   /** Records one model request's usage. */

@@ -219,6 +219,7 @@ describe("server HTTP protocol", () => {
         "GET /v1/conversations/{id}/backfill",
         "POST /v1/conversations/{id}/skip-reconnect-wait",
         "POST /v1/conversations/{id}/steering",
+        "GET /v1/conversations/{id}/steering",
         "POST /v1/conversations/{id}/steering/take",
         "POST /v1/conversations/{id}/compact",
         "GET /v1/conversations/{id}/compactability",

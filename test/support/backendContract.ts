@@ -433,6 +433,24 @@ export const backendContract = (name: string, make: MakeBackend) =>
           assert.strictEqual((yield* Effect.flip(backend.steer("conv-nope" as typeof conv.id, "x")))._tag, "NotFound")
         })))
 
+    it.effect("held steering sent as a task's next input is recorded once and taken off the queue by that send", () =>
+      withBackend([Turn.text("one"), Turn.text("two")], (backend) =>
+        Effect.gen(function*() {
+          const script = yield* ProviderScript
+          const conv = yield* backend.createConversation(settings)
+          yield* collect(backend.send(conv.id, input(user("q1"))))
+          yield* backend.steer(conv.id, "and the docs")
+          const held = yield* backend.heldSteering(conv.id)
+          assert.deepStrictEqual(held.map((m) => m.content), ["[user_steering]\nand the docs\n[/user_steering]"])
+          assert.deepStrictEqual(yield* backend.heldSteering(conv.id), held, "reading it takes nothing")
+          // The client continues its task with it, as a Session does when a run ends while steering waits.
+          yield* collect(backend.send(conv.id, { messages: held }))
+          assert.deepStrictEqual(yield* backend.heldSteering(conv.id), [])
+          const [, second] = yield* script.requests
+          const said = second!.history.flatMap((m) => (m.type === "user_message" ? [m.content] : []))
+          assert.deepStrictEqual(said.filter((c) => c.includes("and the docs")).length, 1, "in the request once, not again by the backend's own drain")
+        })))
+
     it.effect("history and backfill are chronological", () =>
       withBackend([Turn.text("one"), Turn.text("two")], (backend) =>
         Effect.gen(function*() {

@@ -60,6 +60,7 @@ export const backendOver = Effect.fn("BackendLocal.over")(function*(actors: Acto
       const message: UserMessage = { type: "user_message", content: steeringText(text), otid: Otid.make(`steer-${crypto.randomUUID()}`) }
       yield* store.queueSteering(id, message)
     }),
+    heldSteering: (id) => store.heldSteering(id),
     takeSteering: (id) => store.takeSteering(id),
     usage: Effect.fn("BackendLocal.usage")(function*(query) {
       const records = yield* store.usage({

@@ -161,7 +161,9 @@ export const makeActors = Effect.fn("Actors.make")(function*(options: {
       yield* store.commit({
         conversationId: id,
         items: [...events, ...plan.items.map((n): NewItem => ({ ...n, item: { ...n.item, run_id: run.id } }))],
-        expectOpen: plan.answers
+        expectOpen: plan.answers,
+        // A client that continues its task with held steering sends it as input: recording it takes it.
+        takesSteering: input.messages.flatMap((m) => (m.type === "user_message" ? [m.otid] : []))
       }).pipe(Effect.catchTag("ChunkSeqError", Effect.die))
       return { runId: run.id, lastSeq: run.lastSeq }
     })

@@ -151,8 +151,11 @@ export class Runs extends Effect.Service<Runs>()("baton/Runs", {
           return yield* new RunnerLost({ message: "the runner streaming this request stopped; its conversation moved to this one" })
         }
         // Steering held by the backend joins every request it assembles, also the one right after a compaction.
-        const steered = yield* Effect.orDie(store.takeSteering(conversation.id))
-        if (steered.length > 0) yield* Effect.orDie(log.emit(steered.map((event) => ({ event, record: "item" as const })), {}))
+        // Left held until the commit that records it takes it: a crash in between neither loses nor repeats it.
+        const steered = yield* Effect.orDie(store.heldSteering(conversation.id))
+        if (steered.length > 0) {
+          yield* Effect.orDie(log.emit(steered.map((event) => ({ event, record: "item" as const })), { takesSteering: steered.map((m) => m.otid) }))
+        }
         const context = yield* Effect.orDie(store.modelContext(conversation.id))
         const history = context.flatMap((stored) => (isMessage(stored.item) ? [stored.item] : []))
         const { reminder: remind } = yield* Ref.get(record)

@@ -2,7 +2,7 @@ import { Chunk as EChunk, Effect, Metric, Option, PubSub, Ref, Stream } from "ef
 import type { ChunkSeqError, NotFound, StoreError, ToolCallAnswered } from "../../domain/Errors.js"
 import type { Chunk, StopReasonValue, TaskEvent } from "../../domain/Events.js"
 import type { NewItem } from "../../domain/History.js"
-import type { ConversationId, RunId } from "../../domain/Ids.js"
+import type { ConversationId, Otid, RunId } from "../../domain/Ids.js"
 import type { RunStatus } from "../../domain/Run.js"
 import { ATTR, SPAN, spanOptions, Telemetry } from "../../domain/Telemetry.js"
 import { type BatchStep, mapBatches } from "../../services/Batches.js"
@@ -38,6 +38,8 @@ export interface EmitOptions {
   readonly finish?: Finish
   /** Start a new trace segment before these items (a successful compaction). */
   readonly newSegment?: boolean
+  /** Held steering these entries record, taken off the queue in the same commit. */
+  readonly takesSteering?: ReadonlyArray<Otid>
 }
 
 export interface Finish {
@@ -91,6 +93,7 @@ export const makeRunLog = Effect.fn("RunLog.make")(function*(
         chunks,
         items: [...(options?.before ?? []), ...items, ...(options?.after ?? [])],
         ...(options?.newSegment === true ? { newSegment: true } : {}),
+        ...(options?.takesSteering !== undefined ? { takesSteering: options.takesSteering } : {}),
         ...(options?.finish !== undefined
           ? { finishRun: { runId, status: options.finish.status, stopReason: options.finish.stopReason } }
           : {})

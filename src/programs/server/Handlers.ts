@@ -87,6 +87,7 @@ const conversations = (context: HandlerContext) => HttpApiBuilder.group(BatonApi
           return HttpServerResponse.unsafeJson(yield* Effect.orDie(Schema.encode(Conversation)(fork)), { status: 201 })
         }))
       .handle("steer", ({ path, payload }) => backend.steer(path.id, payload.text))
+      .handle("heldSteering", ({ path }) => backend.heldSteering(path.id))
       .handle("takeSteering", ({ path }) => backend.takeSteering(path.id))
       .handle("trace", ({ path }) => backend.exportTrace(path.id, path.segment))))
 

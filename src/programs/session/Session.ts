@@ -151,10 +151,11 @@ export const open = Effect.fn("Session.open")(function*(config: SessionConfig = 
   const steering = yield* Ref.make(false)
   // A steer is checked and queued, and the queue closed and taken, one at a time: none falls between.
   const steerLock = yield* Effect.makeSemaphore(1)
-  const takeSteering = backend.takeSteering(conversation.id).pipe(
-    Effect.catchAll((error) =>
-      Effect.as(Effect.logWarning(`could not take the steering held for ${conversation.id}: ${error.message}`), [] as ReadonlyArray<UserMessage>))
-  )
+  const steeringOf = (read: Effect.Effect<ReadonlyArray<UserMessage>, BackendError>) =>
+    read.pipe(Effect.catchAll((error) =>
+      Effect.as(Effect.logWarning(`could not read the steering held for ${conversation.id}: ${error.message}`), [] as ReadonlyArray<UserMessage>)))
+  const heldSteering = steeringOf(backend.heldSteering(conversation.id))
+  const takeSteering = steeringOf(backend.takeSteering(conversation.id))
   // The task's own waits (busy, a broken stream), cut short by skipReconnectWait like the backend's.
   const skip = yield* Ref.make(yield* Deferred.make<void>())
   // Cancels outlive the task that started them; closing the session waits for them, never drops them.
@@ -212,7 +213,8 @@ export const open = Effect.fn("Session.open")(function*(config: SessionConfig = 
           progress: yield* Ref.make(TaskProgress.initial),
           batch: yield* Ref.make(Option.none<ToolBatch>()),
           drainOrClose: steerLock.withPermits(1)(Effect.gen(function*() {
-            const held = yield* takeSteering
+            // Left held: the send that carries it takes it, so a crash before that send loses nothing.
+            const held = yield* heldSteering
             if (held.length === 0) yield* Ref.set(steering, false)
             return held
           }))

@@ -177,6 +177,11 @@ const conversations = HttpApiGroup.make("conversations")
       .addSuccess(Schema.Void, { status: 204 })
   )
   .add(
+    HttpApiEndpoint.get("heldSteering", "/v1/conversations/:id/steering")
+      .setPath(ConversationPath)
+      .addSuccess(Schema.Array(UserMessage))
+  )
+  .add(
     HttpApiEndpoint.post("takeSteering", "/v1/conversations/:id/steering/take")
       .setPath(ConversationPath)
       .addSuccess(Schema.Array(UserMessage))

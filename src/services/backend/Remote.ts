@@ -167,6 +167,9 @@ export const makeBackendRemote = (options: RemoteOptions) =>
       steer: Effect.fn("BackendRemote.steer")(function*(id, text) {
         return yield* call(client.conversations.steer({ path: { id }, payload: { text } }))
       }),
+      heldSteering: Effect.fn("BackendRemote.heldSteering")(function*(id) {
+        return yield* call(client.conversations.heldSteering({ path: { id } }))
+      }),
       takeSteering: Effect.fn("BackendRemote.takeSteering")(function*(id) {
         return yield* call(client.conversations.takeSteering({ path: { id } }))
       }),

@@ -33,7 +33,7 @@ import {
 import type { Run } from "../../domain/Run.js"
 import { Store } from "../Store.js"
 import { makeMemoryLedger } from "./MemoryLedger.js"
-import { type ConversationState, type Row, toStored } from "./MemoryRows.js"
+import { type ConversationState, type Row, storedAll, toStored } from "./MemoryRows.js"
 
 const pageSize = 256
 
@@ -58,9 +58,6 @@ export const layerMemory: Layer.Layer<Store> = Layer.sync(Store, () => {
       return state === undefined ? Effect.fail(conversationNotFound(id)) : Effect.succeed(state)
     })
 
-  const storedAll = (conversationId: ConversationId, rows: ReadonlyArray<Row>) =>
-    Effect.forEach(rows, (row) => toStored(conversationId, row))
-
   const touch = (state: ConversationState, now: number) => {
     state.conversation = { ...state.conversation, updated_at: now }
     state.touched = ++touchCounter
@@ -68,8 +65,10 @@ export const layerMemory: Layer.Layer<Store> = Layer.sync(Store, () => {
 
   const runsOf = (id: ConversationId) => [...runs.values()].filter((r) => r.conversationId === id)
 
+  const { dropSteering, ...ledger } = makeMemoryLedger((id) => conversations.has(id))
+
   return Store.of({
-    ...makeMemoryLedger((id) => conversations.has(id)),
+    ...ledger,
 
     createConversation: Effect.fn("Store.createConversation")(function*(input, options) {
       const parent = options?.parent
@@ -182,6 +181,7 @@ export const layerMemory: Layer.Layer<Store> = Layer.sync(Store, () => {
       if (finish !== undefined) {
         runs.set(finish.runId, { ...runs.get(finish.runId)!, status: finish.status, stopReason: finish.stopReason, updatedAt: now })
       }
+      dropSteering(write.conversationId, write.takesSteering ?? [])
       if (records(write)) touch(state, now)
       return yield* storedAll(write.conversationId, rows)
     }),

@@ -12,6 +12,13 @@ export const makeMemoryLedger = (has: (id: ConversationId) => boolean) => {
   return {
     queueSteering: (id: ConversationId, message: UserMessage) =>
       Effect.zipRight(known(id), Effect.sync(() => void steering.set(id, [...(steering.get(id) ?? []), message]))),
+    heldSteering: (id: ConversationId) => Effect.zipRight(known(id), Effect.sync(() => [...(steering.get(id) ?? [])])),
+    /** A commit's `takesSteering`: applied in the commit's own synchronous step. */
+    dropSteering: (id: ConversationId, otids: ReadonlyArray<string>) => {
+      const left = (steering.get(id) ?? []).filter((m) => !otids.includes(m.otid))
+      if (left.length === 0) steering.delete(id)
+      else steering.set(id, left)
+    },
     takeSteering: (id: ConversationId) =>
       Effect.zipRight(known(id), Effect.sync(() => {
         const taken = steering.get(id) ?? []

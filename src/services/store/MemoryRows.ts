@@ -42,3 +42,5 @@ export const toStored = (conversationId: ConversationId, row: Row): Effect.Effec
     }))
   )
 
+export const storedAll = (conversationId: ConversationId, rows: ReadonlyArray<Row>) =>
+  Effect.forEach(rows, (row) => toStored(conversationId, row))

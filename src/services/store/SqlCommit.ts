@@ -117,6 +117,8 @@ export const makeCommit = ({ guard, q, retry, source, sql }: SqlEngine) => {
       for (const [runId, lastSeq] of check.lastSeqs) {
         yield* sql`UPDATE runs SET last_seq = ${lastSeq}, updated_at = ${now} WHERE id = ${runId}`
       }
+      const taken = write.takesSteering ?? []
+      if (taken.length > 0) yield* q.dropSteering(id, taken)
       if (finish !== undefined) {
         yield* sql`UPDATE runs SET status = ${finish.status}, stop_reason = ${finish.stopReason}, updated_at = ${now}
           WHERE id = ${finish.runId}`

@@ -31,6 +31,10 @@ export const makeSqlLedger = (engine: SqlEngine) => {
     Effect.flatMap(sql<{ readonly id: string }>`SELECT id FROM conversations WHERE id = ${id}`, (rows) =>
       rows.length === 0 ? Effect.fail(conversationNotFound(id)) : Effect.void)
 
+  const messages = (rows: ReadonlyArray<{ readonly id: number; readonly body: string }>) =>
+    Effect.forEach([...rows].sort((a, b) => a.id - b.id), (row) =>
+      Effect.map(decodeEvent(row.body, source.label), (event) => event as UserMessage))
+
   return {
     queueSteering: Effect.fn("Store.queueSteering")(function*(id: ConversationId, message: UserMessage) {
       const now = yield* Clock.currentTimeMillis
@@ -39,14 +43,19 @@ export const makeSqlLedger = (engine: SqlEngine) => {
         sql`INSERT INTO steering (conversation_id, body, created_at) VALUES (${id}, ${encodeEventText(message)}, ${now})`
       )).pipe(run)
     }),
+    heldSteering: Effect.fn("Store.heldSteering")(function*(id: ConversationId) {
+      const rows = yield* sql.withTransaction(Effect.zipRight(
+        exists(id),
+        sql`SELECT id, body FROM steering WHERE conversation_id = ${id} ORDER BY id`
+      )).pipe(run, Effect.flatMap(decodeRows(SteeringRow, source)))
+      return yield* messages(rows)
+    }),
     takeSteering: Effect.fn("Store.takeSteering")(function*(id: ConversationId) {
       const rows = yield* sql.withTransaction(Effect.zipRight(
         exists(id),
         sql`DELETE FROM steering WHERE conversation_id = ${id} RETURNING id, body`
       )).pipe(run, Effect.flatMap(decodeRows(SteeringRow, source)))
-      const ordered = [...rows].sort((a, b) => a.id - b.id)
-      return yield* Effect.forEach(ordered, (row) =>
-        Effect.map(decodeEvent(row.body, source.label), (event) => event as UserMessage))
+      return yield* messages(rows)
     }),
     recordUsage: Effect.fn("Store.recordUsage")(function*(r: UsageRecord) {
       yield* sql`INSERT INTO usage (conversation_id, run_id, purpose, model, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, created_at)

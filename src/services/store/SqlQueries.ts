@@ -18,6 +18,8 @@ export interface SqlDialect {
   readonly lockRow: string
   /** A tool_return item's `tool_call_id`, read from its JSON body (the expression its index is on). */
   readonly toolCallIdOfBody: string
+  /** A held steering message's `otid`, read from its JSON body. */
+  readonly otidOfBody: string
 }
 
 const ITEM = "id, conversation_id, position, segment, in_context, in_trace, body, created_at"
@@ -122,6 +124,9 @@ export const makeQueries = (sql: SqlClient, dialect: SqlDialect) => {
       sql`SELECT ${item} FROM items ${by("items_tool_return")}
           WHERE conversation_id = ${id} AND type = 'tool_return' AND ${sql.literal(dialect.toolCallIdOfBody)} IN ${sql.in(toolCallIds)}
           ORDER BY position`,
+    // steering_conversation; a conversation holds a few at most, so the body is read for each
+    dropSteering: (id: string, otids: ReadonlyArray<string>) =>
+      sql`DELETE FROM steering WHERE conversation_id = ${id} AND ${sql.literal(dialect.otidOfBody)} IN ${sql.in(otids)}`,
     // items_render, walked backwards from the end
     renderTail: (id: string, cap: number) =>
       sql`SELECT ${item} FROM items ${by("items_render")}

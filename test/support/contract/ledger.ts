@@ -1,6 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { type ConversationId, Otid } from "../../../src/domain/Ids.js"
+import { type ConversationId, Otid, ToolCallId } from "../../../src/domain/Ids.js"
 import type { UserMessage } from "../../../src/domain/Messages.js"
 import type { UsageRecord } from "../../../src/domain/Usage.js"
 import { Store } from "../../../src/services/Store.js"
@@ -36,6 +36,29 @@ export const ledgerContract = (makeStore: MakeStore) =>
         const missing = "conv-nope" as ConversationId
         assert.strictEqual((yield* Effect.flip(store.queueSteering(missing, steer("x"))))._tag, "NotFound")
         assert.strictEqual((yield* Effect.flip(store.takeSteering(missing)))._tag, "NotFound")
+      }).pipe(Effect.provide(makeStore())))
+
+    it.effect("held steering is read without being taken; the commit that records it takes it, and only it, in the same transaction", () =>
+      Effect.gen(function*() {
+        const store = yield* Store
+        const a = yield* newConversation
+        yield* store.queueSteering(a.id, steer("one"))
+        yield* store.queueSteering(a.id, steer("two"))
+        assert.deepStrictEqual(yield* store.heldSteering(a.id), [steer("one"), steer("two")])
+        assert.deepStrictEqual(yield* store.heldSteering(a.id), [steer("one"), steer("two")], "a read takes nothing")
+        // A commit that fails takes nothing either: the steering is still there for the next try.
+        const failed = yield* Effect.flip(store.commit({
+          conversationId: a.id,
+          items: [{ item: steer("one") }],
+          expectOpen: [ToolCallId.make("call-never-made")],
+          takesSteering: [steer("one").otid]
+        }))
+        assert.strictEqual(failed._tag, "ToolCallAnswered")
+        assert.deepStrictEqual(yield* store.heldSteering(a.id), [steer("one"), steer("two")])
+        yield* store.commit({ conversationId: a.id, items: [{ item: steer("one") }], takesSteering: [steer("one").otid] })
+        assert.deepStrictEqual(yield* store.heldSteering(a.id), [steer("two")])
+        assert.deepStrictEqual((yield* store.listItems(a.id)).map((s) => s.item), [steer("one")])
+        assert.strictEqual((yield* Effect.flip(store.heldSteering("conv-nope" as ConversationId)))._tag, "NotFound")
       }).pipe(Effect.provide(makeStore())))
 
     it.effect("usage records come back as written, oldest first, filtered by conversation and time", () =>

@@ -21,7 +21,8 @@ const dialect: SqlDialect = {
   runOrder: "created",
   // Several processes write one database: createRun holds the conversation's row while it decides.
   lockRow: " FOR UPDATE",
-  toolCallIdOfBody: "(body::jsonb ->> 'tool_call_id')"
+  toolCallIdOfBody: "(body::jsonb ->> 'tool_call_id')",
+  otidOfBody: "(body::jsonb ->> 'otid')"
 }
 
 export const pgQueries = (sql: SqlClient) => makeQueries(sql, dialect)

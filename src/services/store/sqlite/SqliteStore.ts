@@ -21,7 +21,8 @@ const dialect: SqlDialect = {
   runOrder: "created_at, rowid",
   // One writer at a time holds the whole file; there is no row lock to take.
   lockRow: "",
-  toolCallIdOfBody: "json_extract(body, '$.tool_call_id')"
+  toolCallIdOfBody: "json_extract(body, '$.tool_call_id')",
+  otidOfBody: "json_extract(body, '$.otid')"
 }
 
 export const sqliteQueries = (sql: SqlClient) => makeQueries(sql, dialect)

@@ -185,13 +185,15 @@ export const makeActors = Effect.fn("Actors.make")(function*(options: {
   })
 
   const cancel = Effect.fn("Actors.cancel")(function*(id: ConversationId, carryOver?: CarryOver) {
-    const job = yield* jobs.get(id)
-    if (Option.isSome(job)) {
-      yield* Ref.set(job.value.cancelRequested, true)
-      yield* Fiber.interrupt(job.value.fiber)
-    }
+    // Under admission from the stop to the carry-over's commit: a send that was waiting for the
+    // conversation to be free is admitted after the carry-over, which its request must carry.
     yield* admission.withPermits(1)(
       Effect.gen(function*() {
+        const job = yield* jobs.get(id)
+        if (Option.isSome(job)) {
+          yield* Ref.set(job.value.cancelRequested, true)
+          yield* Fiber.interrupt(job.value.fiber)
+        }
         // A run another process owns cannot be stopped from here; recording around it would interleave with it.
         const foreign = yield* store.activeRun(id)
         if (Option.isSome(foreign)) {

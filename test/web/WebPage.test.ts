@@ -140,7 +140,10 @@ describe.skipIf(!haveChromium)("baton web in Chromium", () => {
     // While the task runs the same box steers it.
     await message(tabA).fill("and count them")
     await button(tabA, "Steer").click()
-    await tabA.waitForFunction("document.getElementById('message').value === ''")
+    // A function, not a string: the page's CSP forbids eval, which a string predicate needs once it polls.
+    await tabA.waitForFunction(() =>
+      (globalThis as unknown as { document: { getElementById: (id: string) => { value: string } | null } }).document.getElementById("message")?.value === ""
+    )
     await tabA.reload()
     // The history up to the task, then the task from its start, mid-stream.
     await tabA.getByText("First answer.").waitFor()

@@ -31,7 +31,11 @@ export const Usage = Schema.TaggedStruct("Usage", {
 })
 export const FinishReason = Schema.Literal("stop", "tool_calls", "length", "other")
 export type FinishReason = typeof FinishReason.Type
-export const Finish = Schema.TaggedStruct("Finish", { reason: FinishReason })
+export const Finish = Schema.TaggedStruct("Finish", {
+  reason: FinishReason,
+  /** The model that answered, as the provider names it (often a dated snapshot of the one asked for). */
+  model: Schema.optionalWith(Schema.String, { exact: true })
+})
 
 export const ProviderEvent = Schema.Union(
   TextDelta,

@@ -25,6 +25,8 @@ export interface Assembly {
   readonly messages: ReadonlyArray<CompleteMessage>
   readonly usage: TokenUsage | undefined
   readonly finish: FinishReason | undefined
+  /** The model that answered, when the provider said (Finish). */
+  readonly model?: string
 }
 
 export const emptyAssembly: Assembly = {
@@ -131,7 +133,7 @@ export const step = (s: Assembly, event: ProviderEvent): Step => {
       }, []]
     case "Finish": {
       const [a, closed] = closeBoth(s)
-      return [{ ...a, finish: event.reason }, closed]
+      return [{ ...a, finish: event.reason, ...(event.model !== undefined ? { model: event.model } : {}) }, closed]
     }
   }
 }

@@ -44,8 +44,9 @@ const toolTask = (): ReadonlyArray<Reply> => [
   Reply.text("It says alpha.")
 ]
 
+// The streams name a dated snapshot of the model asked for, as providers do.
 const setup = (replies: ReadonlyArray<Reply> = toolTask()) => Effect.gen(function*() {
-  const model = yield* MockModelServer.make({ replies })
+  const model = yield* MockModelServer.make({ replies, answeredBy: (requested) => `${requested}-2026-01-01` })
   const collector = yield* makeCollector
   const dirs = yield* cliDirs
   Fs.writeFileSync(Path.join(dirs.workspace, "a.txt"), FILE_TEXT)
@@ -92,7 +93,7 @@ describe("OpenTelemetry (built CLI, loopback OTLP receiver)", () => {
         "gen_ai.operation.name": "chat",
         "gen_ai.provider.name": "openai",
         "gen_ai.request.model": "mock-model",
-        "gen_ai.response.model": "mock-model",
+        "gen_ai.response.model": "mock-model-2026-01-01",
         "gen_ai.response.finish_reasons": ["tool_calls"]
       })
       assert.isNumber(first!.attributes["gen_ai.usage.input_tokens"])

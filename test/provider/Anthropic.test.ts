@@ -22,7 +22,7 @@ describe("anthropic fixtures through the mock server", () => {
         { _tag: "TextDelta", text: "345," },
         { _tag: "TextDelta", text: "67890]" },
         { _tag: "Usage", inputTokens: 135, outputTokens: 10, cachedInputTokens: 0, totalTokens: 145 },
-        { _tag: "Finish", reason: "stop" }
+        { _tag: "Finish", reason: "stop", model: "claude-sonnet-4-5-20250929" }
       ])
       assert.strictEqual(headers["x-api-key"], TEST_KEY)
       assert.strictEqual(headers["anthropic-version"], "2023-06-01")
@@ -42,7 +42,7 @@ describe("anthropic fixtures through the mock server", () => {
       assert.isTrue(text.endsWith("Always prioritize safety over speed when crossing streets."))
       assert.deepStrictEqual(c.slice(3), [
         { _tag: "Usage", inputTokens: 43, outputTokens: 282, cachedInputTokens: 0, totalTokens: 325 },
-        { _tag: "Finish", reason: "stop" }
+        { _tag: "Finish", reason: "stop", model: "claude-sonnet-4-20250514" }
       ])
     }))
 
@@ -57,7 +57,7 @@ describe("anthropic fixtures through the mock server", () => {
         { _tag: "ToolCallDelta", id: WEATHER_ID, argumentsDelta: args },
         { _tag: "ToolCallEnd", id: WEATHER_ID, name: "get_weather", arguments: args },
         { _tag: "Usage", inputTokens: 656, outputTokens: 74, cachedInputTokens: 0, totalTokens: 730 },
-        { _tag: "Finish", reason: "tool_calls" }
+        { _tag: "Finish", reason: "tool_calls", model: "claude-haiku-4-5-20251001" }
       ])
     }))
 
@@ -72,7 +72,7 @@ describe("anthropic fixtures through the mock server", () => {
         { _tag: "ToolCallDelta", id, argumentsDelta: "{\"location\": \"Paris\"}" },
         { _tag: "ToolCallEnd", id, name: "get_weather", arguments: "{\"location\": \"Paris\"}" },
         { _tag: "Usage", inputTokens: 377, outputTokens: 65, cachedInputTokens: 0, totalTokens: 442 },
-        { _tag: "Finish", reason: "tool_calls" }
+        { _tag: "Finish", reason: "tool_calls", model: "claude-sonnet-4-20250514" }
       ])
     }))
 
@@ -93,7 +93,7 @@ describe("anthropic fixtures through the mock server", () => {
         { _tag: "ToolCallDelta", id, argumentsDelta: args },
         { _tag: "ToolCallEnd", id, name: "make_file", arguments: args },
         { _tag: "Usage", inputTokens: 450, outputTokens: 124, cachedInputTokens: 0, totalTokens: 574 },
-        { _tag: "Finish", reason: "length" }
+        { _tag: "Finish", reason: "length", model: "claude-3-7-sonnet-20250219" }
       ])
     }))
 

@@ -24,7 +24,7 @@ describe("openai-chat fixtures through the mock server", () => {
       assert.deepStrictEqual(collapse(events), [
         { _tag: "TextDelta", text: WEATHER_TEXT },
         { _tag: "Usage", inputTokens: 14, outputTokens: 30, cachedInputTokens: 0, totalTokens: 44 },
-        { _tag: "Finish", reason: "stop" }
+        { _tag: "Finish", reason: "stop", model: "gpt-4o-2024-08-06" }
       ])
     }))
 
@@ -40,7 +40,7 @@ describe("openai-chat fixtures through the mock server", () => {
         { _tag: "ToolCallEnd", id: W, name: "GetWeatherArgs", arguments: WEATHER_ARGS },
         { _tag: "ToolCallEnd", id: S, name: "get_stock_price", arguments: STOCK_ARGS },
         { _tag: "Usage", inputTokens: 149, outputTokens: 60, cachedInputTokens: 0, totalTokens: 209 },
-        { _tag: "Finish", reason: "tool_calls" }
+        { _tag: "Finish", reason: "tool_calls", model: "gpt-4o-2024-08-06" }
       ])
     }))
 
@@ -58,7 +58,7 @@ describe("openai-chat fixtures through the mock server", () => {
         { _tag: "ToolCallEnd", id: a, name: "get_country", arguments: "{}" },
         { _tag: "ToolCallEnd", id: b, name: "get_product_name", arguments: "{}" },
         { _tag: "Usage", inputTokens: 364, outputTokens: 40, cachedInputTokens: 0, totalTokens: 404 },
-        { _tag: "Finish", reason: "tool_calls" }
+        { _tag: "Finish", reason: "tool_calls", model: "gpt-4o-2024-08-06" }
       ])
     }))
 
@@ -78,7 +78,7 @@ describe("openai-chat fixtures through the mock server", () => {
         { _tag: "ToolCallEnd", id: W, name: "GetWeatherArgs", arguments: WEATHER_ARGS },
         { _tag: "ToolCallEnd", id: S, name: "get_stock_price", arguments: STOCK_ARGS },
         { _tag: "Usage", inputTokens: 149, outputTokens: 60, cachedInputTokens: 0, totalTokens: 209 },
-        { _tag: "Finish", reason: "tool_calls" }
+        { _tag: "Finish", reason: "tool_calls", model: "gpt-4o-2024-08-06" }
       ])
     }))
 
@@ -129,7 +129,7 @@ describe("openai-compatible fixtures through the openai-chat layer", () => {
         { _tag: "ToolCallDelta", id: "call_oqp1e2a1", argumentsDelta: a2 },
         { _tag: "ToolCallEnd", id: "call_809l7n8f", name: "run_command", arguments: a1 },
         { _tag: "ToolCallEnd", id: "call_oqp1e2a1", name: "run_command", arguments: a2 },
-        { _tag: "Finish", reason: "tool_calls" }
+        { _tag: "Finish", reason: "tool_calls", model: "qwen2.5-coder:7b-instruct-q8_0" }
       ])
     }))
 
@@ -154,7 +154,7 @@ describe("openai-compatible fixtures through the openai-chat layer", () => {
         { _tag: "ToolCallStart", id: "v2dh...", name: "run_command" },
         { _tag: "ToolCallDelta", id: "v2dh...", argumentsDelta: "{\"command\":\"pwd\"}" },
         { _tag: "ToolCallEnd", id: "v2dh...", name: "run_command", arguments: "{\"command\":\"pwd\"}" },
-        { _tag: "Finish", reason: "tool_calls" }
+        { _tag: "Finish", reason: "tool_calls", model: "qwen3coder30b" }
       ])
     }))
 

@@ -13,7 +13,7 @@ describe("openai-responses fixtures through the mock server", () => {
       assert.deepStrictEqual(collapse(events), [
         { _tag: "TextDelta", text: "The capital of France is Paris." },
         { _tag: "Usage", inputTokens: 278, outputTokens: 9, cachedInputTokens: 0, totalTokens: 287 },
-        { _tag: "Finish", reason: "stop" }
+        { _tag: "Finish", reason: "stop", model: "gpt-4o-2024-08-06" }
       ])
     }))
 
@@ -28,7 +28,7 @@ describe("openai-responses fixtures through the mock server", () => {
         { _tag: "ToolCallDelta", id, argumentsDelta: "{\"country\":\"France\"}" },
         { _tag: "ToolCallEnd", id, name: "get_capital", arguments: "{\"country\":\"France\"}" },
         { _tag: "Usage", inputTokens: 255, outputTokens: 16, cachedInputTokens: 0, totalTokens: 271 },
-        { _tag: "Finish", reason: "tool_calls" }
+        { _tag: "Finish", reason: "tool_calls", model: "gpt-4o-2024-08-06" }
       ])
     }))
 
@@ -63,7 +63,7 @@ describe("openai-responses fixtures through the mock server", () => {
         { _tag: "ToolCallDelta", id, argumentsDelta: args },
         { _tag: "ToolCallEnd", id, name: "calculator", arguments: args },
         { _tag: "Usage", inputTokens: 134, outputTokens: 28, cachedInputTokens: 0, totalTokens: 162 },
-        { _tag: "Finish", reason: "tool_calls" }
+        { _tag: "Finish", reason: "tool_calls", model: "gpt-5.1-codex-max" }
       ])
     }))
 

@@ -27,7 +27,7 @@ for (const wire of ["openai-chat", "anthropic", "openai-responses"] as const) {
           { _tag: "ToolCallDelta", id: "c1", argumentsDelta: "{\"to\":\"mars\"}" },
           { _tag: "ToolCallEnd", id: "c1", name: "Teleport", arguments: "{\"to\":\"mars\"}" }
         ])
-        assert.deepStrictEqual(events.at(-1), { _tag: "Finish", reason: "tool_calls" })
+        assert.deepStrictEqual(events.at(-1), { _tag: "Finish", reason: "tool_calls", model: "test-model" })
       }))
 
     it.scopedLive("invalid JSON arguments arrive raw, unrepaired", () =>
@@ -61,7 +61,7 @@ for (const wire of ["openai-chat", "anthropic", "openai-responses"] as const) {
         )
         assert.deepStrictEqual(c.slice(-2), [
           { _tag: "Usage", inputTokens: 100, outputTokens: 20, cachedInputTokens: 40, totalTokens: 120 },
-          { _tag: "Finish", reason: "tool_calls" }
+          { _tag: "Finish", reason: "tool_calls", model: "test-model" }
         ])
         assert.strictEqual(events.filter((e) => e._tag === "Finish").length, 1)
       }))
@@ -199,7 +199,7 @@ describe("arguments that arrive whole, without deltas", () => {
           { _tag: "ToolCallStart", id: "a", name: "x" },
           { _tag: "ToolCallDelta", id: "a", argumentsDelta: "{" },
           { _tag: "ToolCallEnd", id: "a", name: "x", arguments: "{}" },
-          { _tag: "Finish", reason: "stop" },
+          { _tag: "Finish", reason: "stop", model: "test-model" },
           { _tag: "Usage", inputTokens: 1, outputTokens: 1, cachedInputTokens: 0, totalTokens: 2 }
         ],
         error: undefined

@@ -226,6 +226,8 @@ export const make = (options: {
   readonly replies?: ReadonlyArray<Reply>
   /** Answers a request when no scripted reply is left. */
   readonly respond?: (request: RecordedRequest) => Reply
+  /** The model its streams say answered, as a provider names a dated snapshot (default: the one asked for). */
+  readonly answeredBy?: (requested: string) => string
 } = {}): Effect.Effect<MockModelServer, never, Scope.Scope> =>
   Effect.gen(function*() {
     const queue: Array<Reply> = [...(options.replies ?? [])]
@@ -274,7 +276,7 @@ export const make = (options: {
           }))
           return
         }
-        serve(reply, wireOf(request.path), modelOf(json), res, (f) => res.on("close", f))
+        serve(reply, wireOf(request.path), (options.answeredBy ?? ((m) => m))(modelOf(json)), res, (f) => res.on("close", f))
       })
     })
     const port = yield* Effect.acquireRelease(

@@ -7,10 +7,13 @@ import type { Provider } from "../../services/Provider.js"
 import { recordRequest, recordUsage, type RequestTags } from "./Metrics.js"
 import type { WriteError } from "./RunLog.js"
 
-/** What a finished request tells its `chat` span: usage and finish reason, and with contents on, what the model said. */
+/**
+ * What a finished request tells its `chat` span: the model that answered (the one asked for when the
+ * provider did not say), usage and finish reason, and with contents on, what the model said.
+ */
 const annotateEnded = (ended: Ended, model: string, content: boolean) =>
   Effect.annotateCurrentSpan({
-    [ATTR.responseModel]: model,
+    [ATTR.responseModel]: ended.assembly.model ?? model,
     [ATTR.finishReasons]: ended.assembly.finish !== undefined ? [ended.assembly.finish] : [],
     ...(ended.assembly.usage !== undefined
       ? { [ATTR.inputTokens]: ended.assembly.usage.input_tokens, [ATTR.outputTokens]: ended.assembly.usage.output_tokens }

@@ -36,7 +36,10 @@ const Delta = Schema.Union(
 
 /** Every Messages stream event type, as far as Baton reads it. */
 export const Event = Schema.Union(
-  Schema.Struct({ type: Schema.Literal("message_start"), message: Schema.Struct({ usage: Schema.optional(WireUsage) }) }),
+  Schema.Struct({
+    type: Schema.Literal("message_start"),
+    message: Schema.Struct({ model: Schema.optional(Schema.NullOr(Schema.String)), usage: Schema.optional(WireUsage) })
+  }),
   Schema.Struct({ type: Schema.Literal("content_block_start"), index: Schema.Number, content_block: Block }),
   Schema.Struct({ type: Schema.Literal("content_block_delta"), index: Schema.Number, delta: Delta }),
   Schema.Struct({ type: Schema.Literal("content_block_stop"), index: Schema.Number }),
@@ -104,6 +107,7 @@ export const makeAnthropicDecoder = (options: { readonly secrets: ReadonlyArray<
   let usage: WireUsage = {}
   let stopReason: string | null | undefined
   let sawCalls = false
+  let model: string | null | undefined
 
   const close = (block: BlockState, out: Array<ProviderEvent>) => {
     block.open = false
@@ -129,6 +133,7 @@ export const makeAnthropicDecoder = (options: { readonly secrets: ReadonlyArray<
         return Either.left(classifyFailure({ provider: PROVIDER, error: event.error, secrets: options.secrets }))
       case "message_start":
         usage = { ...usage, ...event.message.usage }
+        model = event.message.model
         return Either.right(step(out))
       case "content_block_start": {
         const b = event.content_block
@@ -184,7 +189,7 @@ export const makeAnthropicDecoder = (options: { readonly secrets: ReadonlyArray<
           cached: cacheRead,
           cacheWrite: usage.cache_creation_input_tokens
         }))
-        out.push(finishEvent(finishOf(stopReason, sawCalls)))
+        out.push(finishEvent(finishOf(stopReason, sawCalls), model))
         return Either.right(step(out, true))
       }
     }

@@ -21,6 +21,7 @@ const ToolCallChunk = Schema.Struct({
 
 /** One Chat Completions stream event, as far as Baton reads it. */
 export const Chunk = Schema.Struct({
+  model: Str,
   choices: Schema.optional(Schema.NullOr(Schema.Array(Schema.Struct({
     index: Num,
     delta: Schema.optional(Schema.NullOr(Schema.Struct({
@@ -101,6 +102,7 @@ export const makeChatDecoder = (options: {
   const byIndex = new Map<number, CallState>()
   let finish: string | null | undefined
   let usage: ProviderEvent | undefined
+  let model: string | undefined
 
   const start = (call: CallState, out: Array<ProviderEvent>) => {
     call.started = true
@@ -151,6 +153,8 @@ export const makeChatDecoder = (options: {
   }
 
   const onChunk = (chunk: Chunk): DecodeStep => {
+    // Every chunk names it; the first is enough.
+    if (model === undefined && typeof chunk.model === "string") model = chunk.model
     const out: Array<ProviderEvent> = []
     for (const choice of chunk.choices ?? []) {
       if ((choice.index ?? 0) !== 0) continue // Baton never asks for n > 1
@@ -197,7 +201,7 @@ export const makeChatDecoder = (options: {
         const out: Array<ProviderEvent> = []
         endCalls(out)
         if (usage !== undefined) out.push(usage)
-        out.push(finishEvent(finishOf(finish, calls.length > 0)))
+        out.push(finishEvent(finishOf(finish, calls.length > 0), model))
         return Either.right(step(out, true))
       }
       if (/^\s*\{\s*"error"\s*:/.test(event.data)) return failure(event.data)

@@ -19,6 +19,7 @@ const Item = Schema.Union(
 )
 
 const Response = Schema.Struct({
+  model: Str,
   usage: Schema.optional(Schema.NullOr(Schema.Struct({
     input_tokens: Num,
     output_tokens: Num,
@@ -127,7 +128,8 @@ export const makeResponsesDecoder = (options: { readonly secrets: ReadonlyArray<
         ? response.incomplete_details?.reason === "max_output_tokens" ? "length" : "other"
         : calls.length > 0
         ? "tool_calls"
-        : "stop"
+        : "stop",
+      response.model
     ))
     return Either.right(step(out, true))
   }

@@ -23,7 +23,8 @@ export const usageEvent = (u: {
   }
 }
 
-export const finishEvent = (reason: FinishReason): ProviderEvent => ({ _tag: "Finish", reason })
+export const finishEvent = (reason: FinishReason, model?: string | null): ProviderEvent =>
+  model == null || model === "" ? { _tag: "Finish", reason } : { _tag: "Finish", reason, model }
 
 export const textDelta = (text: string): ReadonlyArray<ProviderEvent> => (text === "" ? [] : [{ _tag: "TextDelta", text }])
 

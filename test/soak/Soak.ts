@@ -269,3 +269,25 @@ export const summarize = (results: ReadonlyArray<IterationResult>): Summary => {
 export const matrix = (mode: Mode, n: number, options: SoakOptions, onResult: (r: IterationResult, i: number) => Effect.Effect<void> = () => Effect.void) =>
   Effect.forEach(Array.from({ length: n }, (_, i) => i), (i) =>
     Effect.tap(Effect.scoped(iteration(mode, PHASES[i % PHASES.length]!, options)), (r) => onResult(r, i)))
+
+/** The phase that aims a kill at `hit`. */
+const phaseOf = (hit: Hit): Phase | undefined =>
+  hit === "tool_running" ? "tool" : PHASES.find((phase) => phase === hit)
+
+/**
+ * The matrix, then again for each of `required` that no kill landed in (a loaded machine can move a
+ * kill into the next phase), up to `retries` more aimed kills each: every result is kept and checked,
+ * so a retry only adds evidence.
+ */
+export const matrixCovering = (mode: Mode, n: number, options: SoakOptions, required: ReadonlyArray<Hit>, retries = 3) =>
+  Effect.gen(function*() {
+    const results = [...yield* matrix(mode, n, options)]
+    for (const hit of required) {
+      const phase = phaseOf(hit)
+      for (let i = 0; phase !== undefined && i < retries && !results.some((r) => r.hit === hit); i++) {
+        results.push(yield* Effect.scoped(iteration(mode, phase, options)))
+      }
+    }
+    return results
+  })
+

@@ -1,4 +1,4 @@
-import { Effect, Option, Redacted, Ref } from "effect"
+import { type Duration, Effect, Option, Redacted, Ref, Schedule, Stream } from "effect"
 import { execFile } from "node:child_process"
 import { ConfigError } from "../../domain/Errors.js"
 
@@ -20,6 +20,12 @@ export interface Credentials {
   readonly refresh: Effect.Effect<boolean>
   /** `/key`: a key for this process only. */
   readonly set: (key: Redacted.Redacted<string>) => Effect.Effect<void>
+  /**
+   * While the model's last refusal stands, re-reads every `every` (runs the helper: nothing else can
+   * change by itself) and emits once when the key differs from the refused one; then it waits for the
+   * next refusal. Without a helper it never emits. A page's auth lock opens by itself with it.
+   */
+  readonly changes: (every: Duration.DurationInput) => Stream.Stream<void>
 }
 
 const HELPER_TIMEOUT_MS = 30_000
@@ -49,21 +55,30 @@ export const makeCredentials = (options: {
   Effect.gen(function*() {
     const key = yield* Ref.make(options.initial)
     const refused = yield* Ref.make(Option.none<Option.Option<Redacted.Redacted<string>>>())
+    // A refusal no change has answered yet.
+    const standing = yield* Ref.make(false)
     const reread = options.helper === undefined
       ? Effect.void
       : runHelper(options.helper.command, options.helper.cwd).pipe(
         Effect.flatMap((fresh) => Ref.set(key, Option.some(fresh))),
         Effect.catchAll((error) => Effect.logWarning(error.message))
       )
+    const refresh = Effect.gen(function*() {
+      yield* reread
+      const last = yield* Ref.get(refused)
+      return Option.isNone(last) || !same(last.value, yield* Ref.get(key))
+    })
+    const changed = Effect.flatMap(Ref.get(standing), (waiting) =>
+      !waiting ? Effect.succeed(false) : Effect.tap(refresh, (differs) => (differs ? Ref.set(standing, false) : Effect.void)))
     return {
       current: Ref.get(key),
       source: options.source,
-      rejected: (sent) => Effect.zipRight(Ref.set(refused, Option.some(sent)), reread),
-      refresh: Effect.gen(function*() {
-        yield* reread
-        const last = yield* Ref.get(refused)
-        return Option.isNone(last) || !same(last.value, yield* Ref.get(key))
-      }),
-      set: (fresh) => Ref.set(key, Option.some(fresh))
+      rejected: (sent) => Effect.zipRight(Effect.zipRight(Ref.set(refused, Option.some(sent)), Ref.set(standing, true)), reread),
+      refresh,
+      set: (fresh) => Ref.set(key, Option.some(fresh)),
+      changes: (every) =>
+        options.helper === undefined
+          ? Stream.never
+          : Stream.repeatEffectWithSchedule(changed, Schedule.spaced(every)).pipe(Stream.filter((differs) => differs), Stream.as(undefined))
     } satisfies Credentials
   })

@@ -223,6 +223,17 @@ describe.skipIf(!haveChromium)("baton web in Chromium", () => {
     await page.close()
   })
 
+  /** A new page's first prompt, refused by the model: the Message box locks and Retry is offered. */
+  const lockedByRefusal = async (url: string) => {
+    const page = await browser.newPage()
+    await page.goto(url)
+    await button(page, "New conversation").click()
+    await send(page, "hello")
+    await button(page, "Retry").waitFor()
+    assert.isTrue(await message(page).isDisabled(), "the Message box is locked")
+    return page
+  }
+
   it("a 401 locks the Message box, names the credentials and offers Retry; it unlocks by itself once the host has new credentials", async () => {
     const port = 0
     const env = (key: string) => ({ ...model.childEnv("anthropic"), BATON_API_KEY: key })
@@ -231,12 +242,7 @@ describe.skipIf(!haveChromium)("baton web in Chromium", () => {
       Reply.status(401, { body: JSON.stringify({ type: "error", error: { type: "authentication_error", message: "invalid x-api-key" } }) })
     await inScope(model.enqueue(rejected(), rejected()))
     const first = await inScope(startWeb(["--port", String(port), "-w", workspace, "--home", authHome], env("sk-rejected")))
-    const page = await browser.newPage()
-    await page.goto(first.url)
-    await button(page, "New conversation").click()
-    await send(page, "hello")
-    await button(page, "Retry").waitFor()
-    assert.isTrue(await message(page).isDisabled(), "the Message box is locked")
+    const page = await lockedByRefusal(first.url)
     assert.isTrue(await button(page, "Send").isDisabled())
     const banner = await page.locator("#banner").textContent()
     assert.include(banner, `the API key for anthropic at ${model.url} (BATON_API_KEY)`)
@@ -260,6 +266,26 @@ describe.skipIf(!haveChromium)("baton web in Chromium", () => {
     const last = (await inScope(model.requests)).at(-1)!
     assert.strictEqual(last.headers["x-api-key"], "sk-accepted")
     assert.deepStrictEqual(MockModelServer.userTexts(last), ["hello", "hello again"])
+    await page.close()
+  })
+
+  it("with an apiKeyHelper the lock opens by itself once the helper prints another key, without a restart", async () => {
+    const helperHome = Path.join(tmp, "helper-home")
+    const keyFile = Path.join(tmp, "rotating-key")
+    Fs.mkdirSync(helperHome, { recursive: true })
+    Fs.writeFileSync(keyFile, "sk-refused\n")
+    Fs.writeFileSync(Path.join(helperHome, "settings.json"), JSON.stringify({ apiKeyHelper: `cat '${keyFile}'` }))
+    await inScope(model.enqueue(
+      Reply.status(401, { body: JSON.stringify({ type: "error", error: { type: "authentication_error", message: "invalid x-api-key" } }) })
+    ))
+    const host = await inScope(startWeb(["--port", "0", "-w", workspace, "--home", helperHome], model.childEnv("anthropic")))
+    const page = await lockedByRefusal(host.url)
+    Fs.writeFileSync(keyFile, "sk-rotated\n")
+    await page.locator("#message:enabled").waitFor({ timeout: 15_000 })
+    await inScope(model.enqueue(Reply.text("Rotated in.")))
+    await send(page, "hello again")
+    await page.getByText("Rotated in.").waitFor()
+    assert.strictEqual((await inScope(model.requests)).at(-1)!.headers["x-api-key"], "sk-rotated")
     await page.close()
   })
 

@@ -1,7 +1,7 @@
 import * as Effect from "effect/Effect"
 import * as Queue from "effect/Queue"
 import * as Redacted from "effect/Redacted"
-import * as Schedule from "effect/Schedule"
+import * as Stream from "effect/Stream"
 import type { Credentials } from "../../services/provider/Credentials.js"
 import type { InputEvent, LineEditor } from "./view/LineEditor.js"
 import type { LiveView } from "./view/LiveView.js"
@@ -14,8 +14,6 @@ import type { Style } from "./view/Style.js"
  * output is read again every second), or with `/key`, a key typed without echo for this process only.
  */
 export type LockOutcome = "retry" | "exit"
-
-const POLL = Schedule.spaced("1 second")
 
 export const authLock = (options: {
   readonly model: string
@@ -35,10 +33,7 @@ export const authLock = (options: {
       `🔒 locked: ${options.model} refused the credentials. Fix ${fix}; Enter retries, and it unlocks by itself when they change.`
     ))
     editor.setPrompt(`${style.red("🔒")} ${style.dim("Enter retries · /key · /exit")} › `)
-    // Only a helper's output can change while Baton runs (the environment cannot).
-    const changed = credentials === undefined
-      ? Effect.never
-      : credentials.refresh.pipe(Effect.repeat({ schedule: POLL, until: (fresh) => fresh }))
+    const changed = credentials === undefined ? Effect.never : Stream.runHead(credentials.changes)
     for (;;) {
       const next = yield* Effect.raceFirst(
         Effect.map(Queue.take(options.input), (event) => ({ _tag: "Input" as const, event })),

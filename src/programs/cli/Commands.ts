@@ -134,9 +134,6 @@ export const serve = Effect.fn("Commands.serve")(function*(args: CommonArgs, opt
   }).pipe(Effect.provide(server))
 })
 
-/** How often `baton web` runs an apiKeyHelper again while the model's refusal of its key stands. */
-const CREDENTIALS_POLL = "1 second"
-
 /** Names the credentials the model calls use, for the page's auth lock (where the key came from, never the key). */
 const credentialsLabel = (env: AppEnv) =>
   env.args.server !== undefined
@@ -160,7 +157,7 @@ export const web = Effect.fn("Commands.web")(function*(args: CommonArgs, options
     maxTurns: maxTurns(env),
     credentials: yield* credentialsLabel(env),
     // An apiKeyHelper's new key opens the page's auth lock by itself; a fixed variable needs a restart.
-    ...(model.credentials !== undefined ? { credentialsChanged: model.credentials.changes(CREDENTIALS_POLL) } : {}),
+    ...(model.credentials !== undefined ? { credentialsChanged: model.credentials.changes } : {}),
     host: options.host,
     port: options.port,
     token: options.token

@@ -1,4 +1,4 @@
-import { type Duration, Effect, Option, Redacted, Ref, Schedule, Stream } from "effect"
+import { Effect, Option, Redacted, Ref, Schedule, Stream } from "effect"
 import { execFile } from "node:child_process"
 import { ConfigError } from "../../domain/Errors.js"
 
@@ -21,12 +21,20 @@ export interface Credentials {
   /** `/key`: a key for this process only. */
   readonly set: (key: Redacted.Redacted<string>) => Effect.Effect<void>
   /**
-   * While the model's last refusal stands, re-reads every `every` (runs the helper: nothing else can
-   * change by itself) and emits once when the key differs from the refused one; then it waits for the
-   * next refusal. Without a helper it never emits. A page's auth lock opens by itself with it.
+   * One look: while the model's last refusal stands, re-reads (runs the helper) and answers true when
+   * the key now differs from the refused one, which answers the refusal; otherwise false, reading nothing.
    */
-  readonly changes: (every: Duration.DurationInput) => Stream.Stream<void>
+  readonly changed: Effect.Effect<boolean>
+  /**
+   * `changed` every REREAD_EVERY, emitting each true: an auth lock (chat's prompt, the web page) opens by
+   * itself when a helper starts printing another key. Without a helper it never emits (the
+   * environment cannot change while Baton runs).
+   */
+  readonly changes: Stream.Stream<void>
 }
+
+/** How often a standing refusal has the helper run again. */
+export const REREAD_EVERY = "1 second"
 
 const HELPER_TIMEOUT_MS = 30_000
 
@@ -76,9 +84,9 @@ export const makeCredentials = (options: {
       rejected: (sent) => Effect.zipRight(Effect.zipRight(Ref.set(refused, Option.some(sent)), Ref.set(standing, true)), reread),
       refresh,
       set: (fresh) => Ref.set(key, Option.some(fresh)),
-      changes: (every) =>
-        options.helper === undefined
-          ? Stream.never
-          : Stream.repeatEffectWithSchedule(changed, Schedule.spaced(every)).pipe(Stream.filter((differs) => differs), Stream.as(undefined))
+      changed,
+      changes: options.helper === undefined
+        ? Stream.never
+        : Stream.repeatEffectWithSchedule(changed, Schedule.spaced(REREAD_EVERY)).pipe(Stream.filter((differs) => differs), Stream.as(undefined))
     } satisfies Credentials
   })

@@ -1,5 +1,4 @@
 import { Chunk, Clock, Effect, Either, Layer, Option, Stream } from "effect"
-import { InvalidInput } from "../../domain/Errors.js"
 import type { ToolCall } from "../../domain/Messages.js"
 import { records } from "../../domain/History.js"
 import { ConversationId, MessageId, type Otid, RunId } from "../../domain/Ids.js"
@@ -8,14 +7,10 @@ import {
   backfillWindow,
   checkChunkSeqs,
   clampLimit,
-  compareRecencyDesc,
-  decodeCursor,
   DEFAULT_BACKFILL_CAP,
   DEFAULT_BACKFILL_PRIMARY,
   defaultFlags,
-  encodeCursor,
   isMessageType,
-  isOlder
 } from "../../domain/ItemLog.js"
 import {
   callAnswered,
@@ -33,7 +28,7 @@ import {
 import type { Run } from "../../domain/Run.js"
 import { Store } from "../Store.js"
 import { makeMemoryLedger } from "./MemoryLedger.js"
-import { type ConversationState, type Row, storedAll, toStored } from "./MemoryRows.js"
+import { type ConversationState, conversationsPage, type Row, storedAll, toStored } from "./MemoryRows.js"
 
 const pageSize = 256
 
@@ -86,26 +81,7 @@ export const layerMemory: Layer.Layer<Store> = Layer.sync(Store, () => {
 
     getConversation: (id) => Effect.map(stateOf(id), (s) => s.conversation),
 
-    listConversations: (options) =>
-      Effect.suspend(() => {
-        const limit = clampLimit(options?.limit, 50, 500)
-        const cursor = options?.before === undefined ? Option.none() : decodeCursor(options.before)
-        if (options?.before !== undefined && Option.isNone(cursor)) {
-          return Effect.fail(new InvalidInput({ message: `Not a conversation list cursor: ${options.before}` }))
-        }
-        const keyed = [...conversations.values()]
-          .map((s) => ({ s, key: { updatedAt: s.conversation.updated_at, touched: s.touched } }))
-          .filter(({ key }) => Option.isNone(cursor) || isOlder(key, cursor.value))
-          .filter(({ s }) => options?.parent === undefined || s.conversation.parent?.conversation_id === options.parent)
-          .filter(({ s }) => options?.roots !== true || s.conversation.parent === undefined)
-          .sort((a, b) => compareRecencyDesc(a.key, b.key))
-        const page = keyed.slice(0, limit)
-        const last = page[page.length - 1]
-        return Effect.succeed({
-          items: page.map(({ s }) => s.conversation),
-          ...(keyed.length > limit && last !== undefined ? { next: encodeCursor(last.key) } : {})
-        })
-      }),
+    listConversations: (options) => Effect.suspend(() => conversationsPage([...conversations.values()], options)),
 
     updateConversation: Effect.fn("Store.updateConversation")(function*(id, patch) {
       const state = yield* stateOf(id)

@@ -1,9 +1,11 @@
-import { Effect } from "effect"
+import { Effect, Option } from "effect"
+import { InvalidInput } from "../../domain/Errors.js"
 import type { Conversation } from "../../domain/Conversation.js"
 import type { TaskEventType } from "../../domain/Events.js"
 import type { StoredItem } from "../../domain/History.js"
 import type { ConversationId, MessageId } from "../../domain/Ids.js"
-import type { OpenCall } from "../../domain/ItemLog.js"
+import { clampLimit, compareRecencyDesc, decodeCursor, encodeCursor, isOlder, type OpenCall } from "../../domain/ItemLog.js"
+import type { Store } from "../Store.js"
 import { decodeEvent } from "./Codec.js"
 
 /** One item as the in-memory store keeps it: the exact JSON text the SQLite layer would store. */
@@ -44,3 +46,24 @@ export const toStored = (conversationId: ConversationId, row: Row): Effect.Effec
 
 export const storedAll = (conversationId: ConversationId, rows: ReadonlyArray<Row>) =>
   Effect.forEach(rows, (row) => toStored(conversationId, row))
+
+/** A page of conversations, most recent first, after the cursor `before`, as Store.listConversations answers. */
+export const conversationsPage = (states: ReadonlyArray<ConversationState>, options: Parameters<Store["Type"]["listConversations"]>[0]) => {
+  const limit = clampLimit(options?.limit, 50, 500)
+  const cursor = options?.before === undefined ? Option.none() : decodeCursor(options.before)
+  if (options?.before !== undefined && Option.isNone(cursor)) {
+    return Effect.fail(new InvalidInput({ message: `Not a conversation list cursor: ${options.before}` }))
+  }
+  const keyed = states
+    .map((s) => ({ s, key: { updatedAt: s.conversation.updated_at, touched: s.touched } }))
+    .filter(({ key }) => Option.isNone(cursor) || isOlder(key, cursor.value))
+    .filter(({ s }) => options?.parent === undefined || s.conversation.parent?.conversation_id === options.parent)
+    .filter(({ s }) => options?.roots !== true || s.conversation.parent === undefined)
+    .sort((a, b) => compareRecencyDesc(a.key, b.key))
+  const page = keyed.slice(0, limit)
+  const last = page[page.length - 1]
+  return Effect.succeed({
+    items: page.map(({ s }) => s.conversation),
+    ...(keyed.length > limit && last !== undefined ? { next: encodeCursor(last.key) } : {})
+  })
+}

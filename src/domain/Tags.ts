@@ -22,6 +22,11 @@ export const extract = (tag: string, text: string): string | undefined => {
 
 export const steeringText = (text: string): string => wrap("user_steering", text)
 
+/** A held steering message's otid starts so: a send's input is looked up in the queue only for these. */
+export const STEERING_OTID_PREFIX = "steer-"
+
+export const isSteeringOtid = (otid: string): boolean => otid.startsWith(STEERING_OTID_PREFIX)
+
 const describeCalls = (calls: ReadonlyArray<ToolCall>): string =>
   calls.map((c) => `- ${c.name} ${c.arguments} (id ${c.tool_call_id})`).join("\n")
 

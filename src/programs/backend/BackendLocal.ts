@@ -11,7 +11,7 @@ import { Effect, Layer, Stream } from "effect"
 import { InvalidInput, NotFound } from "../../domain/Errors.js"
 import { ConversationId, Otid } from "../../domain/Ids.js"
 import type { UserMessage } from "../../domain/Messages.js"
-import { steeringText } from "../../domain/Tags.js"
+import { STEERING_OTID_PREFIX, steeringText } from "../../domain/Tags.js"
 import { usageReport } from "../../domain/Usage.js"
 import { type Budgets, turnBudgets } from "../../domain/Recovery.js"
 import { Backend } from "../../services/Backend.js"
@@ -57,7 +57,7 @@ export const backendOver = Effect.fn("BackendLocal.over")(function*(actors: Acto
     fork: (id, opts) => Effect.provideService(forkConversation(id, opts), Store, store),
     steer: Effect.fn("BackendLocal.steer")(function*(id, text) {
       if (text.trim() === "") return yield* new InvalidInput({ message: "steering needs some text" })
-      const message: UserMessage = { type: "user_message", content: steeringText(text), otid: Otid.make(`steer-${crypto.randomUUID()}`) }
+      const message: UserMessage = { type: "user_message", content: steeringText(text), otid: Otid.make(`${STEERING_OTID_PREFIX}${crypto.randomUUID()}`) }
       yield* store.queueSteering(id, message)
     }),
     heldSteering: (id) => store.heldSteering(id),

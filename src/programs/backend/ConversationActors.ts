@@ -14,6 +14,7 @@ import type { ThinkingLevel } from "../../domain/ProviderEvent.js"
 import type { Budgets } from "../../domain/Recovery.js"
 import { skippableWait } from "../../domain/RecoverySchedule.js"
 import { activityOf, type SendInput } from "../../domain/Run.js"
+import { isSteeringOtid } from "../../domain/Tags.js"
 import type { RunTail } from "../../services/RunTail.js"
 import { Store } from "../../services/Store.js"
 import { Compactions } from "./Compaction.js"
@@ -163,7 +164,7 @@ export const makeActors = Effect.fn("Actors.make")(function*(options: {
         items: [...events, ...plan.items.map((n): NewItem => ({ ...n, item: { ...n.item, run_id: run.id } }))],
         expectOpen: plan.answers,
         // A client that continues its task with held steering sends it as input: recording it takes it.
-        takesSteering: input.messages.flatMap((m) => (m.type === "user_message" ? [m.otid] : []))
+        takesSteering: input.messages.flatMap((m) => (m.type === "user_message" && isSteeringOtid(m.otid) ? [m.otid] : []))
       }).pipe(Effect.catchTag("ChunkSeqError", Effect.die))
       return { runId: run.id, lastSeq: run.lastSeq }
     })

@@ -6,6 +6,9 @@ import { ruleNamesTool } from "./McpNames.js"
 import type { PermissionRules } from "./Settings.js"
 import { splitCommand, stripEnvAssignments } from "./ShellCommand.js"
 
+/** `Bash(sandboxed)`: every command that runs inside the sandbox (the word Sandbox.ts uses too). */
+const SANDBOXED_SPECIFIER = "sandboxed"
+
 /**
  * Permission rules, pure. A rule is `Tool` (every call of that tool) or `Tool(specifier)`:
  * for Bash the specifier is a command (`git status`) or a word-prefix (`git status:*`);
@@ -25,12 +28,16 @@ export interface Classification {
   /** `rule` for settings rules, `session` for an "allow always" grant, `default` when nothing matched. */
   readonly source: "rule" | "session" | "default"
   readonly rule?: string
+  /** Why the call is asked although the rules would not ask (the sandbox's word, see Sandbox.ts). */
+  readonly reason?: string
 }
 
 export interface CallToClassify {
   readonly name: string
   /** The raw JSON argument string. */
   readonly arguments: string
+  /** A Bash call that will run inside the sandbox: what `Bash(sandboxed)` matches. */
+  readonly sandboxed?: boolean
 }
 
 const SHELL_TOOLS: ReadonlySet<string> = new Set(["Bash"])
@@ -103,6 +110,7 @@ const pathMatches = (specifier: string, filePath: string, workspace: string): bo
 const ruleMatches = (rule: Rule, call: CallToClassify, subject: string | undefined, workspace: string): boolean => {
   if (rule.specifier === undefined) return ruleNamesTool(rule.tool, call.name)
   if (rule.tool !== call.name) return false
+  if (SHELL_TOOLS.has(call.name) && rule.specifier === SANDBOXED_SPECIFIER) return call.sandboxed === true
   if (subject === undefined) return false
   if (SHELL_TOOLS.has(call.name)) return commandMatches(rule.specifier, subject)
   if (PATH_ARG[call.name] !== undefined) return pathMatches(rule.specifier, subject, workspace)
@@ -148,6 +156,9 @@ const coveringRule = (
 ): Rule | undefined => {
   const toolWide = list.find((rule) => rule.specifier === undefined && ruleNamesTool(rule.tool, call.name))
   if (toolWide !== undefined) return toolWide
+  // The sandbox contains whatever the line does, so `Bash(sandboxed)` covers even an opaque one.
+  const inside = list.find((rule) => rule.tool === call.name && rule.specifier === SANDBOXED_SPECIFIER && call.sandboxed === true)
+  if (inside !== undefined) return inside
   if (whole !== undefined) {
     const verbatim = list.find((rule) => rule.tool === call.name && rule.specifier !== undefined && normalizeLine(rule.specifier) === whole)
     if (verbatim !== undefined) return verbatim

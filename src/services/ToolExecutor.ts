@@ -1,6 +1,7 @@
 import { Cause, Clock, Context, Effect, Exit, Fiber, type Scope } from "effect"
 import type { ToolDefinition } from "../domain/Conversation.js"
 import type { ToolCall } from "../domain/Messages.js"
+import type { SandboxStatus } from "../domain/Sandbox.js"
 import { interruptedResult, type ToolResult } from "../domain/Tools.js"
 
 export interface ExecuteOptions {
@@ -15,6 +16,8 @@ export interface ExecuteOptions {
  */
 export class ToolExecutor extends Context.Tag("baton/ToolExecutor")<ToolExecutor, {
   readonly workspace: string
+  /** Whether Bash commands run inside an OS sandbox (absent: an executor without one, as `off`). */
+  readonly sandbox?: SandboxStatus
   /**
    * The tools offered now. MCP servers change it (a listChanged, a server that died), so a session
    * reads it before every model request; it is the same array until something changed.

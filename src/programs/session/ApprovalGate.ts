@@ -2,6 +2,7 @@ import { Effect, Ref } from "effect"
 import type { ApprovalDecision, Decision } from "../../domain/Events.js"
 import type { Origin, ToolCall } from "../../domain/Messages.js"
 import { type Classification, classify, type CompiledRules, grantFor, type Rule } from "../../domain/Permissions.js"
+import { runsSandboxed, type SandboxStatus, withSandbox } from "../../domain/Sandbox.js"
 
 /** What the approver is asked: the call, what the rules said, and what "allow always" would grant. */
 export interface ApprovalRequest {
@@ -21,10 +22,12 @@ export interface Gate {
   readonly grants: Effect.Effect<ReadonlyArray<Rule>>
 }
 
-export const makeGate = Effect.fn("ApprovalGate.makeGate")(function*(rules: CompiledRules, workspace: string) {
+/** `sandbox`: the executor's; a Bash call's verdict depends on whether it will run inside. */
+export const makeGate = Effect.fn("ApprovalGate.makeGate")(function*(rules: CompiledRules, workspace: string, sandbox?: SandboxStatus) {
   const grants = yield* Ref.make<ReadonlyArray<Rule>>([])
   const decide = Effect.fn("ApprovalGate.decide")(function*(call: ToolCall, approver: Approver | undefined) {
-    const classification = classify(call, rules, yield* Ref.get(grants), workspace)
+    const subject = { name: call.name, arguments: call.arguments, sandboxed: runsSandboxed(call, sandbox) }
+    const classification = withSandbox(classify(subject, rules, yield* Ref.get(grants), workspace), call, sandbox)
     const base = { type: "approval_decision" as const, tool_call_id: call.tool_call_id }
     const rule = classification.rule !== undefined ? { rule: classification.rule } : {}
     if (classification.verdict !== "ask") {

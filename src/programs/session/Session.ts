@@ -142,7 +142,7 @@ export const open = Effect.fn("Session.open")(function*(config: SessionConfig = 
     )
   const syncTools = yield* toolSync(backend, executor, conversation)
   yield* syncTools
-  const gate = config.parent?.gate ?? (yield* makeGate(rules, workspace))
+  const gate = config.parent?.gate ?? (yield* makeGate(rules, workspace, workspaceExecutor.sandbox))
   // One approval at a time for this session and its subagents: one person answers them all.
   const approvals = yield* Effect.makeSemaphore(1)
   const oneAtATime = (approver: Approver | undefined): Approver | undefined =>

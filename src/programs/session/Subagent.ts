@@ -83,6 +83,7 @@ const restricted = (executor: ToolExecutor["Type"], agent: AgentDefinition): Too
   const offered = (name: string) => offersTool(agent, name)
   return {
     workspace: executor.workspace,
+    ...(executor.sandbox !== undefined ? { sandbox: executor.sandbox } : {}),
     definitions: derived(executor.definitions, (definitions) => definitions.filter((d) => offered(d.name))),
     start: (call, options) =>
       offered(call.name)

@@ -2,6 +2,7 @@ import { Duration, Effect, Option, Schema } from "effect"
 import { type ChildProcess, spawn } from "node:child_process"
 import * as Os from "node:os"
 import { ToolError } from "../../domain/Errors.js"
+import { sandboxFailureNote } from "../../domain/Sandbox.js"
 import { makeOutputCapture, type OutputCapture } from "./OutputCapture.js"
 import { killGroup } from "../ProcessGroup.js"
 import { makeTool, type ToolContext, type ToolLimits, type ToolOutput } from "./Tool.js"
@@ -21,6 +22,13 @@ export const makeBashArgs = (limits: ToolLimits) =>
     ),
     description: Schema.optionalWith(
       Schema.String.annotations({ description: "A few words saying what the command does, shown to the user" }),
+      { exact: true }
+    ),
+    sandbox: Schema.optionalWith(
+      Schema.Boolean.annotations({
+        description: "false runs the command outside the sandbox, always after asking the user: only when the sandbox prevents the task " +
+          "(it needs the network, or to write outside the workspace)"
+      }),
       { exact: true }
     )
   })
@@ -47,14 +55,23 @@ interface Exited {
  */
 export const GATE = 'IFS= read -r -u 3 go; [ "$go" = go ] || exit 125; exec 3<&-; exec bash -c "$1"'
 
-const spawnGroup = (command: string, ctx: ToolContext) =>
+/**
+ * Inside the sandbox the gated shell runs under bubblewrap, which keeps the process group (one
+ * signal still reaches everything) and the pipes, fd 3 included; its PID namespace dies whole with
+ * its first process, and with Baton (die-with-parent).
+ */
+const spawnGroup = (command: string, ctx: ToolContext, sandboxed: boolean) =>
   Effect.async<Spawned, ToolError>((resume) => {
-    const child = spawn("bash", ["-c", GATE, "bash", command], {
+    const shell = ["bash", "-c", GATE, "bash", command]
+    const launch = sandboxed && ctx.sandbox !== undefined
+      ? ctx.sandbox.launch(shell, ctx.workspace, ctx.roots)
+      : { file: "bash", args: shell.slice(1), env: {} }
+    const child = spawn(launch.file, launch.args, {
       cwd: ctx.workspace,
       // Its own process group, so one signal reaches every process the command starts.
       detached: true,
       stdio: ["ignore", "pipe", "pipe", "pipe"],
-      env: { ...process.env, ...ctx.processes.env }
+      env: { ...process.env, ...ctx.processes.env, ...launch.env }
     })
     const stdout = makeOutputCapture(ctx.limits.outputChars)
     const stderr = makeOutputCapture(ctx.limits.outputChars)
@@ -99,7 +116,7 @@ const awaitPipesClosed = (child: ChildProcess) =>
 const exitCodeOf = (exited: Exited): number =>
   exited.code ?? 128 + (exited.signal === null ? 0 : Os.constants.signals[exited.signal])
 
-const render = (p: Spawned, exitCode: number, timedOutMs: number | undefined, limits: ToolLimits): ToolOutput => {
+const render = (p: Spawned, exitCode: number, timedOutMs: number | undefined, limits: ToolLimits, note: string | undefined): ToolOutput => {
   const notes = 300
   const errTotal = p.stderr.total()
   const errBudget = Math.min(errTotal, Math.floor(limits.outputChars / 2))
@@ -111,6 +128,7 @@ const render = (p: Spawned, exitCode: number, timedOutMs: number | undefined, li
   if (stderr !== "") parts.push(`[stderr]\n${stderr.replace(/\n$/, "")}`)
   if (timedOutMs !== undefined) parts.push(`[command timed out after ${timedOutMs} ms; its process group was killed]`)
   if (exitCode !== 0) parts.push(`[exit code ${exitCode}]`)
+  if (note !== undefined) parts.push(note)
   return {
     output: parts.length === 0 ? "(no output)" : parts.join("\n"),
     isError: exitCode !== 0 || timedOutMs !== undefined,
@@ -126,6 +144,9 @@ export const makeBashTool = (limits: ToolLimits) =>
     description: "Runs a shell command with bash -c in the workspace directory and returns its output and exit code. " +
       `It is killed after timeout ms (default ${limits.bashDefaultTimeoutMs}, max ${limits.bashMaxTimeoutMs}). ` +
       "Processes it leaves running in the background are killed when it ends. stdin is empty. " +
+      "When a sandbox is on, the command runs inside it: it may write only in the workspace (and a private /tmp), " +
+      "cannot see the user's secrets and has no network unless the user allowed it; " +
+      "set sandbox: false only when the sandbox prevents the task (the user is then always asked). " +
       "Prefer Read, Grep, Glob and LS for looking at files.",
     parameters: makeBashArgs(limits),
     truncationHint: HINT,
@@ -133,8 +154,10 @@ export const makeBashTool = (limits: ToolLimits) =>
       Effect.scoped(Effect.gen(function*() {
         const grace = Duration.millis(ctx.limits.killGraceMs)
         // Every exit path (success, failure, interrupt) kills what is left of the group.
+        const sandbox = ctx.sandbox?.status
+        const sandboxed = sandbox?.active === true && args.sandbox !== false
         const p = yield* Effect.acquireRelease(
-          Effect.tap(spawnGroup(args.command, ctx), (s) => Effect.zipRight(ctx.processes.register(s.pgid), release(s.child))),
+          Effect.tap(spawnGroup(args.command, ctx, sandboxed), (s) => Effect.zipRight(ctx.processes.register(s.pgid), release(s.child))),
           (s) => Effect.zipRight(killGroup(s.pgid, grace), ctx.processes.unregister(s.pgid))
         )
         const timeoutMs = args.timeout ?? ctx.limits.bashDefaultTimeoutMs
@@ -144,6 +167,10 @@ export const makeBashTool = (limits: ToolLimits) =>
         // Background children keep the pipes open; once the group is gone the rest drains quickly.
         yield* killGroup(p.pgid, grace)
         yield* awaitPipesClosed(p.child).pipe(Effect.timeoutOption(DRAIN))
-        return render(p, exitCodeOf(exited), Option.isNone(finished) ? timeoutMs : undefined, ctx.limits)
+        const exitCode = exitCodeOf(exited)
+        const note = sandboxed && sandbox !== undefined && Option.isSome(finished)
+          ? sandboxFailureNote(exitCode, `${p.stderr.render(4_000, "")}\n${p.stdout.render(4_000, "")}`, sandbox)
+          : undefined
+        return render(p, exitCode, Option.isNone(finished) ? timeoutMs : undefined, ctx.limits, note)
       }))
   })

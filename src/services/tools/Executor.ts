@@ -21,6 +21,7 @@ import { McpClients } from "../McpClients.js"
 import { type ExecuteOptions, ToolExecutor } from "../ToolExecutor.js"
 import { type Catalog, mcpCatalog, staticCatalog } from "./McpTools.js"
 import { unsafeMakeWorkspaceLocks } from "./WorkspaceLocks.js"
+import { makeSandbox, type SandboxConfig } from "./Sandbox.js"
 
 /**
  * services/tools/ is the ToolExecutor of one workspace: this module (plan a call, take its locks,
@@ -43,6 +44,8 @@ export interface ToolExecutorOptions {
   readonly processRegistryDir?: string
   /** The workspace's MCP servers: their tools are offered after the built-ins, as `mcp__<server>__<tool>`. */
   readonly mcp?: McpClients["Type"]
+  /** The OS sandbox Bash commands run in; absent: none (mode off). */
+  readonly sandbox?: SandboxConfig
 }
 
 interface Planned {
@@ -91,6 +94,7 @@ export const makeToolExecutor = (options: ToolExecutorOptions) =>
     const processes = options.processRegistryDir === undefined
       ? noProcessTracking
       : yield* startRegistry(options.processRegistryDir, limits)
+    const sandbox = options.sandbox === undefined ? undefined : yield* makeSandbox(options.sandbox)
 
     const confinementFor = (execution: ExecuteOptions | undefined): Confinement => ({
       workspace,
@@ -129,7 +133,9 @@ export const makeToolExecutor = (options: ToolExecutorOptions) =>
       },
       files,
       processes,
-      limits
+      limits,
+      ...(sandbox !== undefined ? { sandbox } : {}),
+      roots: confinement.allowedRoots ?? []
     })
 
     const runPlanned = (call: ToolCall, planned: Planned, confinement: Confinement) =>
@@ -167,6 +173,7 @@ export const makeToolExecutor = (options: ToolExecutorOptions) =>
 
     return ToolExecutor.of({
       workspace,
+      ...(sandbox !== undefined ? { sandbox: sandbox.status } : {}),
       definitions: Effect.map(catalog, (c) => c.definitions),
       start
     })

@@ -6,6 +6,7 @@ import { DEFAULT_MCP_TOOL_TIMEOUT_MS } from "../../domain/Settings.js"
 import type { ToolCallId } from "../../domain/Ids.js"
 import type { ProcessTracker } from "../ProcessRegistry.js"
 import type { FileState } from "./FileState.js"
+import type { Sandbox } from "./Sandbox.js"
 
 export interface ToolLimits {
   /** What the model sees of one result, in characters. */
@@ -42,6 +43,10 @@ export interface ToolContext {
   readonly files: FileState
   readonly processes: ProcessTracker
   readonly limits: ToolLimits
+  /** The OS sandbox shell commands run in; absent when there is none (mode off). */
+  readonly sandbox?: Sandbox
+  /** The call's writable directories beside the workspace (granted roots), for the sandbox. */
+  readonly roots: ReadonlyArray<string>
 }
 
 export interface ToolOutput {

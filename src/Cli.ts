@@ -4,7 +4,7 @@ import * as Options from "@effect/cli/Options"
 import * as Config from "effect/Config"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
-import { APPROVE_MODES, type CommonArgs, noCommonArgs, PROVIDER_KINDS } from "./programs/cli/CommonArgs.js"
+import { APPROVE_MODES, type CommonArgs, noCommonArgs, PROVIDER_KINDS, SANDBOX_MODES } from "./programs/cli/CommonArgs.js"
 import { VERSION } from "./programs/cli/Version.js"
 
 /**
@@ -45,6 +45,14 @@ const serverOption = Options.text("server").pipe(
   Options.optional
 )
 
+const sandboxOption = fromEnv(
+  Options.choice("sandbox", SANDBOX_MODES).pipe(Options.withPseudoName("MODE")),
+  "BATON_SANDBOX",
+  Config.literal(...SANDBOX_MODES)("BATON_SANDBOX"),
+  "Where Bash commands run: workspace-write (default where bubblewrap or sandbox-exec is available: only the workspace writable, " +
+    "secrets hidden, no network), read-only, or off (your full rights); overrides settings sandbox.mode"
+)
+
 /** The options of every task command. */
 const common = {
   provider: providerOption,
@@ -60,7 +68,8 @@ const common = {
   maxTurns: Options.integer("max-turns").pipe(Options.withPseudoName("N"), Options.withDescription("Stop a task after this many model turns"), Options.optional),
   home: homeOption,
   database: databaseOption,
-  server: serverOption
+  server: serverOption,
+  sandbox: sandboxOption
 }
 
 const toArgs = (parsed: Command.Command.ParseConfig<typeof common>): CommonArgs => ({
@@ -74,7 +83,8 @@ const toArgs = (parsed: Command.Command.ParseConfig<typeof common>): CommonArgs 
   maxTurns: Option.getOrUndefined(parsed.maxTurns),
   home: Option.getOrUndefined(parsed.home),
   database: Option.getOrUndefined(parsed.database),
-  server: Option.getOrUndefined(parsed.server)
+  server: Option.getOrUndefined(parsed.server),
+  sandbox: Option.getOrUndefined(parsed.sandbox)
 })
 
 const json = Options.boolean("json").pipe(Options.withDescription("Print one JSON object per line on stdout, nothing else"))
@@ -179,6 +189,7 @@ const web = Command.make(
     database: databaseOption,
     server: serverOption,
     maxTurns: common.maxTurns,
+    sandbox: sandboxOption,
     host: Options.text("host").pipe(Options.withPseudoName("H"), Options.withDescription("Address to bind (default 127.0.0.1; any other needs --token)"), Options.optional),
     port: Options.integer("port").pipe(Options.withPseudoName("P"), Options.withDescription("Port (default 8284; 0 picks a free one)"), Options.optional),
     token: Options.redacted("token").pipe(
@@ -199,7 +210,8 @@ const web = Command.make(
           home: Option.getOrUndefined(a.home),
           database: Option.getOrUndefined(a.database),
           server: Option.getOrUndefined(a.server),
-          maxTurns: Option.getOrUndefined(a.maxTurns)
+          maxTurns: Option.getOrUndefined(a.maxTurns),
+          sandbox: Option.getOrUndefined(a.sandbox)
         },
         { host: Option.getOrUndefined(a.host), port: Option.getOrUndefined(a.port), token: Option.getOrUndefined(a.token) }
       )

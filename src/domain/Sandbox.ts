@@ -39,7 +39,7 @@ export const sandboxOff: SandboxStatus = { mode: "off", network: true, active: f
 
 /** One line for a header: the mode in force, or why it is not. */
 export const describeSandbox = (status: SandboxStatus): string => {
-  if (status.mode === "off") return "sandbox off"
+  if (status.mode === "off") return status.unavailable === undefined ? "sandbox off" : `sandbox off (${status.unavailable})`
   if (!status.active) return `no sandbox (${status.unavailable ?? "unavailable"}): every Bash call is asked`
   return `sandbox ${status.mode}${status.network ? ", network on" : ", no network"}`
 }

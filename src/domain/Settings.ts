@@ -1,6 +1,7 @@
 import { Schema } from "effect"
 import { CompactionMode } from "./Events.js"
 import { McpServers } from "./McpConfig.js"
+import { SandboxSettings } from "./Sandbox.js"
 import { Agents } from "./Subagents.js"
 import { Pricing } from "./Usage.js"
 
@@ -109,6 +110,8 @@ export const SettingsFile = Schema.Struct({
    * every commit survives a killed or crashed process. `full` (synchronous=FULL): it also survives a
    * power cut or an OS crash, at one fsync per commit.
    */
-  durability: Schema.optionalWith(Schema.Literal("normal", "full"), { exact: true })
+  durability: Schema.optionalWith(Schema.Literal("normal", "full"), { exact: true }),
+  /** Where Bash commands run: `{ mode, network, writable, hidden }` (Sandbox.ts); merged key by key, lists concatenated. */
+  sandbox: Schema.optionalWith(SandboxSettings, { exact: true })
 }).annotations(strict)
 export type SettingsFile = typeof SettingsFile.Type

@@ -10,7 +10,9 @@ import type { Credentials } from "../../services/provider/Credentials.js"
 import { authLock } from "./AuthLock.js"
 import { mentionedImages, readImage } from "./Images.js"
 import { McpClients } from "../../services/McpClients.js"
-import type { ToolExecutor } from "../../services/ToolExecutor.js"
+import { ToolExecutor } from "../../services/ToolExecutor.js"
+import { describeSandbox, sandboxOff } from "../../domain/Sandbox.js"
+import { sandboxedRules, SANDBOX_NOTE } from "./Sandboxing.js"
 import type { Approver } from "../session/ApprovalGate.js"
 import { type AppEnv, conversationSettings, maxTurns } from "./Env.js"
 import { allowAll, NOT_A_TTY_NOTE } from "./approvers/Terminal.js"
@@ -69,12 +71,16 @@ export const chat: (io: Io, env: AppEnv, model: string, credentials?: Credential
   const prompt = style.bold(style.cyan("› "))
   const steerPrompt = style.dim("steer › ")
   const mcp = yield* McpClients
+  const sandbox = (yield* ToolExecutor).sandbox ?? sandboxOff
+  // In ask mode a command that runs inside the sandbox needs no question; the first question says so.
+  const rules = mode === "ask" ? sandboxedRules(env.settings.rules, sandbox) : env.settings.rules
   const approval = yield* makeChatApproval({
     view,
     editor,
     style,
     workspace: env.workspace,
     prompt: steerPrompt,
+    ...(rules !== env.settings.rules ? { firstNote: SANDBOX_NOTE } : {}),
     toolNote: (name) => Effect.map(mcp.servers, (servers) => toolNote(servers, name))
   })
   const approver: Approver | undefined = mode === "allow" ? allowAll : mode === "ask" && interactive ? approval.approver : undefined
@@ -84,7 +90,7 @@ export const chat: (io: Io, env: AppEnv, model: string, credentials?: Credential
   const openSession = (conversationId: typeof selected.id) =>
     open({
       ...(conversationId !== undefined ? { conversationId } : {}),
-      rules: env.settings.rules,
+      rules,
       ...(env.settings.file.agents !== undefined ? { agents: env.settings.file.agents } : {}),
       ...(approver !== undefined ? { approver } : {}),
       settings: conversationSettings(env)
@@ -94,7 +100,7 @@ export const chat: (io: Io, env: AppEnv, model: string, credentials?: Credential
   const servers = yield* mcp.servers
   const mcpTools = servers.length > 0 ? ` · ${offeredCount(servers)} MCP tool${offeredCount(servers) === 1 ? "" : "s"}` : ""
   yield* view.print([
-    `${style.bold("baton")} ${VERSION} · ${model} · ${env.workspace}${mcpTools}`,
+    `${style.bold("baton")} ${VERSION} · ${model} · ${env.workspace}${mcpTools} · ${describeSandbox(sandbox)}`,
     style.dim(`${selected.id !== undefined ? "continuing" : "new"} conversation ${session.conversationId}`),
     ...(mode === "ask" && !interactive ? [style.yellow(NOT_A_TTY_NOTE)] : []),
     ...(interactive ? [style.dim("Enter sends · typing during a task steers it · Ctrl-C interrupts a task · /help · /exit")] : [])

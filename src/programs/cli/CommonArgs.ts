@@ -1,10 +1,14 @@
 import type * as Redacted from "effect/Redacted"
+import type { SandboxMode } from "../../domain/Sandbox.js"
 import type { ProviderKind } from "../../domain/Settings.js"
 
 export type { ProviderKind }
 
 /** ProviderKind's values, spelled out so the command definitions need no Schema at start-up. */
 export const PROVIDER_KINDS = ["openai-chat", "anthropic", "openai-responses", "replay"] as const satisfies ReadonlyArray<ProviderKind>
+
+/** SandboxMode's values, spelled out for the same reason. */
+export const SANDBOX_MODES = ["workspace-write", "read-only", "off"] as const satisfies ReadonlyArray<SandboxMode>
 
 export const APPROVE_MODES = ["ask", "allow", "deny"] as const
 export type ApproveMode = (typeof APPROVE_MODES)[number]
@@ -23,6 +27,8 @@ export interface CommonArgs {
   /** A PostgreSQL URL (`--database`, BATON_DATABASE_URL): conversations there, not in the home's baton.db. */
   readonly database: Redacted.Redacted<string> | undefined
   readonly server: string | undefined
+  /** `--sandbox` / BATON_SANDBOX: overrides the settings' `sandbox.mode`. */
+  readonly sandbox: SandboxMode | undefined
 }
 
 export const noCommonArgs: CommonArgs = {
@@ -36,5 +42,6 @@ export const noCommonArgs: CommonArgs = {
   maxTurns: undefined,
   home: undefined,
   database: undefined,
-  server: undefined
+  server: undefined,
+  sandbox: undefined
 }

@@ -21,6 +21,7 @@ import { DEFAULT_SYSTEM_PROMPT } from "../session/Session.js"
 import type { ServeCommandOptions } from "./ServeCommand.js"
 import { type AppEnv, conversationSettings, databaseUrl, describeProvider, providerSettings, serverToken, storeFile } from "./Env.js"
 import { mcpServerConfigs } from "./McpServers.js"
+import { sandboxConfig } from "./Sandboxing.js"
 import { telemetryConfig } from "./TelemetryConfig.js"
 import { VERSION } from "./Version.js"
 
@@ -132,12 +133,13 @@ export const mcpClients = (env: AppEnv): Layer.Layer<McpClients> =>
 
 /**
  * The workspace's tools: the built-ins and its MCP servers'. Shells orphaned by a crashed Baton are
- * reaped from the home's registry.
+ * reaped from the home's registry; Bash runs in the sandbox the options and settings ask for.
  */
 export const tools = (env: AppEnv): Layer.Layer<ToolExecutor | McpClients, ConfigError> =>
   ToolExecutorLive.layerWithMcp({
     workspace: env.workspace,
     processRegistryDir: Path.join(env.home, "processes"),
+    sandbox: sandboxConfig(env),
     ...(env.settings.file.mcpToolTimeoutMs !== undefined ? { limits: { mcpTimeoutMs: env.settings.file.mcpToolTimeoutMs } } : {})
   }).pipe(Layer.provideMerge(mcpClients(env)))
 

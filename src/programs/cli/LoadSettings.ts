@@ -102,13 +102,26 @@ const readFile = (file: string): Effect.Effect<SettingsFile | undefined, ConfigE
 
 const unique = (...lists: ReadonlyArray<ReadonlyArray<string> | undefined>): ReadonlyArray<string> => [...new Set(lists.flatMap((l) => l ?? []))]
 
+/** A later file's mode and network win; the writable and hidden lists add up. */
+const mergeSandbox = (a: SettingsFile["sandbox"], b: SettingsFile["sandbox"]): NonNullable<SettingsFile["sandbox"]> => {
+  const writable = unique(a?.writable, b?.writable)
+  const hidden = unique(a?.hidden, b?.hidden)
+  return {
+    ...a,
+    ...b,
+    ...(writable.length > 0 ? { writable } : {}),
+    ...(hidden.length > 0 ? { hidden } : {})
+  }
+}
+
 export const mergeSettings = (files: ReadonlyArray<SettingsFile>): Omit<LoadedSettings, "sources" | "mcpServers"> => {
   const file = files.reduce<SettingsFile>((acc, next) => ({
     ...acc,
     ...next,
     ...(acc.compaction !== undefined || next.compaction !== undefined ? { compaction: { ...acc.compaction, ...next.compaction } } : {}),
     ...(acc.agents !== undefined || next.agents !== undefined ? { agents: { ...acc.agents, ...next.agents } } : {}),
-    ...(acc.pricing !== undefined || next.pricing !== undefined ? { pricing: { ...acc.pricing, ...next.pricing } } : {})
+    ...(acc.pricing !== undefined || next.pricing !== undefined ? { pricing: { ...acc.pricing, ...next.pricing } } : {}),
+    ...(acc.sandbox !== undefined || next.sandbox !== undefined ? { sandbox: mergeSandbox(acc.sandbox, next.sandbox) } : {})
   }), {})
   const { mcpServers: _servers, permissions: _ignored, ...rest } = file
   const perms = files.map((f) => f.permissions)

@@ -7,7 +7,8 @@ import { type BackendError, ConfigError } from "../../domain/Errors.js"
 import type { ImagePart } from "../../domain/Messages.js"
 import type { Backend } from "../../services/Backend.js"
 import { McpClients } from "../../services/McpClients.js"
-import type { ToolExecutor } from "../../services/ToolExecutor.js"
+import { ToolExecutor } from "../../services/ToolExecutor.js"
+import { describeSandbox, sandboxInfo, sandboxOff } from "../../domain/Sandbox.js"
 import { open } from "../session/Session.js"
 import { commandApprover } from "./approvers/Terminal.js"
 import { type AppEnv, conversationSettings, maxTurns } from "./Env.js"
@@ -44,10 +45,13 @@ export const runTask: (io: Io, request: TaskRequest) => Effect.Effect<
 > = Effect.fn("Cli.run")(function*(io: Io, request: TaskRequest) {
   const { env } = request
   const style = makeStyle(colorFor({ isTTY: io.stderrTTY }, io.env))
+  const sandbox = (yield* ToolExecutor).sandbox ?? sandboxOff
   const printer = makeTaskPrinter(io, request.json, {
     ...(env.args.approve === "allow" ? { userLabel: "(--approve allow)" } : {}),
     ...request.view
-  })
+  }, { sandbox: sandboxInfo(sandbox) })
+  // Said once, plainly: no sandbox where one was asked for or would be the default.
+  if (sandbox.unavailable !== undefined && !request.json) io.err(`${style.yellow(`baton: ${describeSandbox(sandbox)}`)}\n`)
   const notes = (text: string) => (request.json ? undefined : io.err(`${style.dim(text)}\n`))
   const mcp = yield* McpClients
   // Even with --json (stderr is not the event stream): a missing server explains a missing tool.

@@ -2,6 +2,7 @@ import { Effect, FiberSet, Scope, Stream, SynchronizedRef } from "effect"
 import type { Conversation } from "../../domain/Conversation.js"
 import type { BackendError, ConfigError } from "../../domain/Errors.js"
 import type { ConversationId } from "../../domain/Ids.js"
+import { type SandboxInfo, sandboxInfo } from "../../domain/Sandbox.js"
 import { Backend } from "../../services/Backend.js"
 import { ToolExecutor } from "../../services/ToolExecutor.js"
 import { DEFAULT_SYSTEM_PROMPT, open } from "../session/Session.js"
@@ -17,6 +18,8 @@ import { type Hosted, type HostOptions, make as makeHosted } from "./Hosted.js"
 
 export interface WebHost {
   readonly workspace: string
+  /** Where Bash commands run (the page shows it in its header); absent: no sandbox configured. */
+  readonly sandbox?: SandboxInfo
   /** This process's mark on log ids: an id from another process (a restarted host) is not resumed. */
   readonly epoch: string
   readonly list: Effect.Effect<ReadonlyArray<Conversation>, BackendError>
@@ -66,6 +69,7 @@ export const make = Effect.fn("WebHost.make")(function*(options: HostOptions) {
 
   const webHost: WebHost = {
     workspace: executor.workspace,
+    ...(executor.sandbox !== undefined ? { sandbox: sandboxInfo(executor.sandbox) } : {}),
     epoch,
     list: Effect.map(backend.listConversations({ limit: 100 }), (page) =>
       page.items.filter((c) => c.settings.workspace === undefined || c.settings.workspace === executor.workspace)),

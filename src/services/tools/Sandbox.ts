@@ -14,6 +14,11 @@ import { bwrapArgs, type MountPlan, seatbeltProfile } from "../../domain/Sandbox
  */
 export interface SandboxConfig {
   readonly mode: SandboxMode
+  /**
+   * The mode is only the default, not the user's choice: where no sandbox is available, commands
+   * run as with `off` (the status says why) instead of every call being asked.
+   */
+  readonly fallback?: boolean
   readonly network?: boolean
   /** More writable directories (absolute, `~/…`, or relative to the workspace). */
   readonly writable?: ReadonlyArray<string>
@@ -121,7 +126,9 @@ export const planFor = (config: SandboxConfig, cwd: string, roots: ReadonlyArray
 }
 
 const unavailable = (config: SandboxConfig, reason: string): Sandbox => ({
-  status: { mode: config.mode, network: config.network === true, active: false, unavailable: reason },
+  status: config.fallback === true
+    ? { mode: "off", network: true, active: false, unavailable: reason }
+    : { mode: config.mode, network: config.network === true, active: false, unavailable: reason },
   launch: (command) => ({ file: command[0]!, args: command.slice(1), env: {} })
 })
 

@@ -26,14 +26,19 @@ export const makeChatApproval = (options: {
   readonly style: Style
   readonly workspace: string
   readonly prompt: string
+  /** Said above the first question only (what the rules already allow without asking). */
+  readonly firstNote?: string
   /** A note for the question about this tool (an MCP server's hints). */
   readonly toolNote?: (name: string) => Effect.Effect<string | undefined>
 }): Effect.Effect<ChatApproval> =>
   Effect.map(Ref.make<Option.Option<Deferred.Deferred<Decision>>>(Option.none()), (pending) => {
     const { editor, style, view } = options
+    let first = true
     const approver: Approver = (request) =>
       Effect.gen(function*() {
         yield* view.awaitShown(shownKey(request.call.tool_call_id, request.origin))
+        if (first && options.firstNote !== undefined) yield* view.print(`  ${style.dim(options.firstNote)}`)
+        first = false
         const content = yield* readForPreview(options.workspace, request)
         const note = options.toolNote === undefined ? undefined : yield* options.toolNote(request.call.name)
         yield* view.print(questionLines(request, content, style, note).join("\n"), request.origin === undefined ? request.call.tool_call_id : undefined)

@@ -56,6 +56,7 @@ export const questionLines = (request: ApprovalRequest, content: string | undefi
   return [
     ...previewLines(request, content, style),
     ...(note !== undefined ? [`    ${style.dim(note)}`] : []),
+    ...(request.classification.reason !== undefined ? [`    ${style.yellow(request.classification.reason)}`] : []),
     request.origin === undefined
       ? `  ${style.yellow("?")} ${style.bold(`Allow ${header.tool}`)} ${header.subject}`
       : `  ${style.yellow("?")} subagent «${request.origin.description}» wants to run ${style.bold(header.tool)} ${header.subject}`,

@@ -20,12 +20,21 @@ export interface TaskPrinter {
  * assistant's words on stdout as they stream, everything else on stderr; when both are the same
  * terminal, a note never starts in the middle of a streamed line.
  */
-export const makeTaskPrinter = (io: Io, json: boolean, options: Partial<ViewOptions> = {}): TaskPrinter => {
+/**
+ * `firstFields`: added to the first JSON line (the sandbox in force), so a reader knows how the
+ * task's commands ran without a line that is not an event.
+ */
+export const makeTaskPrinter = (io: Io, json: boolean, options: Partial<ViewOptions> = {}, firstFields?: Readonly<Record<string, unknown>>): TaskPrinter => {
   if (json) {
+    let first = firstFields
     return {
       print: (events) => {
         let text = ""
-        for (const event of events) text += eventLine(event)
+        for (const event of events) {
+          const line = eventLine(event)
+          text += first === undefined ? line : `${line.slice(0, -2)},${JSON.stringify(first).slice(1)}\n`
+          first = undefined
+        }
         if (text !== "") io.out(text)
       },
       finish: () => {}

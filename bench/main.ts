@@ -13,6 +13,7 @@ import { clusterRows } from "./cluster.js"
 import { conversationRows } from "./conversations.js"
 import { providerRows } from "./ProviderThroughput.js"
 import { remoteRows } from "./RemoteStream.js"
+import { sandboxRows } from "./sandbox.js"
 import { startupRows } from "./startup.js"
 import { storeRows } from "./store.js"
 import { streamRows } from "./stream.js"
@@ -48,6 +49,7 @@ const sections: ReadonlyArray<readonly [string, Effect.Effect<ReadonlyArray<Row>
   ["provider", providerRows],
   ["remote", remoteRows],
   ["tools", toolRows],
+  ["sandbox", sandboxRows],
   ["cluster", clusterRows]
 ]
 

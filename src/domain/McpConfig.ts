@@ -20,7 +20,9 @@ export const McpStdioEntry = Schema.Struct({
   env: Schema.optionalWith(StringMap, { exact: true }),
   cwd: Schema.optionalWith(Schema.String, { exact: true }),
   /** The user's word that this server only reads: its calls take the shared lock, not the global one. */
-  readOnly: Schema.optionalWith(Schema.Boolean, { exact: true })
+  readOnly: Schema.optionalWith(Schema.Boolean, { exact: true }),
+  /** Run the server inside the same OS sandbox as Bash (settings `sandbox`): its working directory writable, secrets hidden. */
+  sandbox: Schema.optionalWith(Schema.Boolean, { exact: true })
 }).annotations(strict)
 
 export const McpRemoteEntry = Schema.Struct({
@@ -67,6 +69,8 @@ export type McpLaunch =
     readonly env: Readonly<Record<string, string>>
     /** Absolute; the workspace unless the entry names another directory. */
     readonly cwd: string
+    /** Inside the OS sandbox (`"sandbox": true` on the entry). */
+    readonly sandbox?: boolean
   }
   | { readonly _tag: "Http" | "Sse"; readonly url: string; readonly headers: Readonly<Record<string, string>> }
 
@@ -144,7 +148,14 @@ export const resolveServer = (
       Either.map(({ headers, url }) => ({ _tag: entry.type === "http" ? "Http" as const : "Sse" as const, url, headers }))
     )
     : Either.all({ command: one(entry.command), args: all(entry.args ?? []), env: record(entry.env), cwd: one(entry.cwd ?? "") }).pipe(
-      Either.map(({ args, command, cwd, env }) => ({ _tag: "Stdio" as const, command, args, env, cwd: resolveDir(workspace, cwd) }))
+      Either.map(({ args, command, cwd, env }) => ({
+        _tag: "Stdio" as const,
+        command,
+        args,
+        env,
+        cwd: resolveDir(workspace, cwd),
+        ...(entry.sandbox === true ? { sandbox: true } : {})
+      }))
     )
   return {
     name: sanitizeName(key),

@@ -6,6 +6,7 @@ import { cliDirs, processGone } from "../support/cliProcess.js"
 import * as MockModelServer from "../support/MockModelServer.js"
 import { Reply } from "../support/MockModelServer.js"
 import { runInPty } from "../support/ptyProcess.js"
+import { pidsWith, requireBwrap } from "../support/sandbox.js"
 
 /** `baton chat` in a real pseudo-terminal: what a person at the keyboard sees and does. */
 
@@ -25,7 +26,7 @@ describe("baton chat (built CLI in a pseudo-terminal)", () => {
           ])
         ]
       })
-      const env = { ...server.childEnv("openai-chat"), BATON_HOME: dirs.home }
+      const env = { ...server.childEnv("openai-chat"), BATON_HOME: dirs.home, BATON_SANDBOX: "off" }
       const result = yield* runInPty(["chat", "--workspace", dirs.workspace], [
         { expect: "new conversation conv-" },
         { send: "what is in a.txt?\r" },
@@ -64,6 +65,38 @@ describe("baton chat (built CLI in a pseudo-terminal)", () => {
     }))
 })
 
+describe.runIf(requireBwrap("test/cli/Chat.test.ts"))("baton chat with the sandbox on (built CLI in a pseudo-terminal)", () => {
+  it.scopedLive("the header shows the mode; a sandboxed Bash runs without a question, as the first question said; Ctrl-C still ends all of it", () =>
+    Effect.gen(function*() {
+      const dirs = yield* cliDirs
+      Fs.writeFileSync(Path.join(dirs.workspace, "a.txt"), "alpha\n")
+      const token = `chat${process.pid}${Date.now()}`
+      const server = yield* MockModelServer.make({
+        replies: [Reply.toolCalls([
+          { id: "call_1", name: "Read", args: { file_path: "a.txt" } },
+          { id: "call_2", name: "Bash", args: { command: `echo up > bash.up; exec -a ${token} sleep 60` } }
+        ])]
+      })
+      const env = { ...server.childEnv("openai-chat"), BATON_HOME: dirs.home, BATON_SANDBOX: "workspace-write" }
+      const result = yield* runInPty(["chat", "--workspace", dirs.workspace], [
+        { expect: "sandbox workspace-write, no network" },
+        { send: "read it and run the slow command\r" },
+        { expect: "allowed without asking \\(Bash\\(sandboxed\\)\\)" },
+        { expect: "Allow Read a\\.txt" },
+        { send: "y\r" },
+        { wait_file: Path.join(dirs.workspace, "bash.up") },
+        { send: "\u0003" },
+        { expect: "interrupted" },
+        { send: "/exit\r" },
+        { wait_exit: true }
+      ], env)
+      if (process.env["SHOW_PTY"] !== undefined) console.log(result.transcript)
+      assert.isTrue(result.ok, `${result.reason}\n${result.transcript}`)
+      assert.notInclude(result.transcript, "Allow Bash", "the sandboxed command was not asked")
+      assert.deepStrictEqual(pidsWith(token), [], "the interrupted command is gone, all of it")
+    }))
+})
+
 describe("baton chat: steering and leaving", () => {
   it.scopedLive("a line typed while a tool runs steers the task; Ctrl-C twice at the prompt leaves", () =>
     Effect.gen(function*() {
@@ -76,7 +109,7 @@ describe("baton chat: steering and leaving", () => {
           Reply.text("Hello as well!")
         ]
       })
-      const env = { ...server.childEnv("anthropic"), BATON_HOME: dirs.home }
+      const env = { ...server.childEnv("anthropic"), BATON_HOME: dirs.home, BATON_SANDBOX: "off" }
       const result = yield* runInPty(["chat", "--workspace", dirs.workspace], [
         { expect: "new conversation" },
         { send: "wait for the go signal\r" },

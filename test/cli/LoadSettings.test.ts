@@ -89,6 +89,21 @@ describe("loadSettings", () => {
     }))
 })
 
+describe("loadSettings: sandbox", () => {
+  it.scoped("the later file's mode and network win, writable and hidden add up; an unknown key or mode names the field", () =>
+    Effect.gen(function*() {
+      const { home, workspace } = yield* dirs
+      write(Path.join(home, "settings.json"), { sandbox: { mode: "read-only", writable: ["~/cache"], hidden: ["~/.kube"] } })
+      write(Path.join(workspace, ".baton", "settings.json"), { sandbox: { mode: "workspace-write", network: true, hidden: [".secrets"] } })
+      const loaded = yield* loadSettings(home, workspace)
+      assert.deepStrictEqual(loaded.file.sandbox, { mode: "workspace-write", network: true, writable: ["~/cache"], hidden: ["~/.kube", ".secrets"] })
+      write(Path.join(workspace, ".baton", "settings.json"), { sandbox: { mode: "strict", netwrk: true } })
+      const error = yield* Effect.flip(loadSettings(home, workspace))
+      assert.include(error.message, `sandbox.mode: expected "workspace-write" | "read-only" | "off", got "strict"`)
+      assert.include(error.message, "sandbox.netwrk: unknown key")
+    }))
+})
+
 describe("loadSettings: MCP servers", () => {
   it.scoped("from the user's settings, the workspace's .mcp.json and its .baton/settings.json; a later entry replaces an earlier one", () =>
     Effect.gen(function*() {

@@ -4,11 +4,13 @@ import * as Fs from "node:fs"
 import * as Path from "node:path"
 import type { TaskEvent } from "../../src/domain/Events.js"
 import { awaitFileText } from "../support/Processes.js"
-import { cliDirs, jsonEvents, processGone, runCli, startCli } from "../support/cliProcess.js"
+import { cliDirs, jsonEvents, runCli, startCli } from "../support/cliProcess.js"
 import * as MockModelServer from "../support/MockModelServer.js"
 import { Reply } from "../support/MockModelServer.js"
 import { runInPty } from "../support/ptyProcess.js"
+import { pidsWith, requireBwrap } from "../support/sandbox.js"
 import { assertOrdering, byType } from "../support/sessionHarness.js"
+import { eventually } from "../support/testing.js"
 
 /** `baton run` as a child process against the loopback model server: the --json contract and exit codes. */
 
@@ -160,56 +162,80 @@ describe("baton run (built CLI, loopback model)", () => {
       for (const name of ["BATON_MODEL", "BATON_API_KEY", "BATON_PROVIDER", "baton demo"]) assert.include(result.stderr, name)
       const usage = yield* runCli(["run", "--approve", "maybe", "x"], { env: { BATON_HOME: dirs.home } })
       assert.strictEqual(usage.code, 2, "a bad option value is a usage error")
+      const sandbox = yield* runCli(["run", "--sandbox", "strict", "x"], { env: { BATON_HOME: dirs.home } })
+      assert.strictEqual(sandbox.code, 2, "a bad sandbox mode is a usage error")
+      for (const mode of ["workspace-write", "read-only", "off"]) assert.include(sandbox.stderr, mode)
       const nowhere = yield* runCli(["run", "--workspace", Path.join(dirs.root, "missing"), "x"], { env: { BATON_HOME: dirs.home } })
       assert.strictEqual(nowhere.code, 2)
       assert.include(nowhere.stderr, "is not a usable directory")
     }))
 })
 
-describe("baton run: Ctrl-C and replay (built CLI)", () => {
-  it.scopedLive("SIGINT during a long Bash: the shell is killed, the stream ends with abort, exit 130; --continue sends the carry-over", () =>
-    Effect.gen(function*() {
-      const { dirs, env, server, ws } = yield* setup(
-        Reply.toolCalls([{ id: "call_1", name: "Bash", args: { command: "echo $$ > bash.pid; sleep 60" } }]),
-        Reply.text("Picking up where we stopped.")
-      )
-      const cli = yield* startCli(["run", "--json", "--approve", "allow", ...ws, "run the slow thing"], { env })
-      const pid = Number(yield* awaitFileText(Path.join(dirs.workspace, "bash.pid")))
-      yield* cli.signal("SIGINT")
-      const result = yield* cli.result
-      assert.strictEqual(result.code, 130, result.stderr)
-      const events = jsonEvents(result.stdout)
-      assert.deepStrictEqual(events.at(-1)?.type, "abort")
-      assert.deepStrictEqual(byType(events, "tool_return").map((r) => r.status), ["interrupted"])
-      assert.isTrue(processGone(pid), "the shell is gone")
+/**
+ * Ctrl-C and a crash, with the sandbox off and on. The shell's host pids are found by a token in its
+ * command line: inside the sandbox `$$` is a pid of its own namespace.
+ */
+const SANDBOX_MODES = [["off", true], ["workspace-write", requireBwrap("test/cli/Run.test.ts")]] as const
 
-      const next = yield* runCli(["run", "--json", "--continue", ...ws, "go on"], { env })
-      assert.strictEqual(next.code, 0, next.stderr)
-      const resumed = (yield* server.requests)[1]!.body
-      assert.include(resumed, "[interrupted: tool aborted by user]", "the interrupted call is closed in the next request")
-      assert.include(resumed, "go on")
-    }))
+for (const [mode, runs] of SANDBOX_MODES) {
+  describe.runIf(runs)(`baton run: Ctrl-C and a crash (sandbox ${mode})`, () => {
+    const slowCall = (token: string) =>
+      Reply.toolCalls([{ id: "call_1", name: "Bash", args: { command: `echo up > bash.up; exec -a ${token} sleep 60` } }])
 
-  it.scopedLive("a shell left running by a crashed run is killed at the next start; the warning goes to stderr, stdout stays JSON", () =>
-    Effect.gen(function*() {
-      const { dirs, env, ws } = yield* setup(
-        Reply.toolCalls([{ id: "call_1", name: "Bash", args: { command: "echo $$ > bash.pid; sleep 60" } }]),
-        Reply.text("Hello.")
-      )
-      const crashed = yield* startCli(["run", "--json", "--approve", "allow", ...ws, "start the slow thing"], { env })
-      const pid = Number(yield* awaitFileText(Path.join(dirs.workspace, "bash.pid")))
-      // The shell is its own group's leader; its record under the home says who started it.
-      yield* awaitFileText(Path.join(dirs.home, "processes", `${pid}.json`))
-      yield* crashed.signal("SIGKILL")
-      yield* crashed.result
-      assert.isFalse(processGone(pid), "a SIGKILLed Baton cannot stop its detached shell itself")
-      const next = yield* runCli(["run", "--json", ...ws, "hello"], { env })
-      assert.strictEqual(next.code, 0, next.stderr)
-      assert.isTrue(processGone(pid), "the next start reaped the orphaned group")
-      assert.include(next.stderr, "killed 1 shell process group(s) left by a crashed run")
-      assert.deepStrictEqual(byType(jsonEvents(next.stdout), "assistant_message").map((m) => m.content), ["Hello."])
-    }))
+    it.scopedLive("SIGINT during a long Bash: the shell is killed, the stream ends with abort, exit 130; --continue sends the carry-over", () =>
+      Effect.gen(function*() {
+        const token = `sigint${process.pid}${Date.now()}`
+        const { dirs, env, server, ws } = yield* setup(slowCall(token), Reply.text("Picking up where we stopped."))
+        const cli = yield* startCli(["run", "--json", "--approve", "allow", ...ws, "run the slow thing"], { env: { ...env, BATON_SANDBOX: mode } })
+        yield* awaitFileText(Path.join(dirs.workspace, "bash.up"))
+        assert.isAbove(pidsWith(token).length, 0)
+        yield* cli.signal("SIGINT")
+        const result = yield* cli.result
+        assert.strictEqual(result.code, 130, result.stderr)
+        const events = jsonEvents(result.stdout)
+        assert.deepStrictEqual(events.at(-1)?.type, "abort")
+        assert.deepStrictEqual(byType(events, "tool_return").map((r) => r.status), ["interrupted"])
+        assert.deepStrictEqual(pidsWith(token), [], "the shell and everything it started are gone")
+        const first = JSON.parse(result.stdout.split("\n")[0]!) as { sandbox?: { mode: string; active: boolean } }
+        assert.deepStrictEqual([first.sandbox?.mode, first.sandbox?.active], [mode, mode !== "off"], "the first event says how commands ran")
 
+        const next = yield* runCli(["run", "--json", "--continue", ...ws, "go on"], { env: { ...env, BATON_SANDBOX: mode } })
+        assert.strictEqual(next.code, 0, next.stderr)
+        const resumed = (yield* server.requests)[1]!.body
+        assert.include(resumed, "[interrupted: tool aborted by user]", "the interrupted call is closed in the next request")
+        assert.include(resumed, "go on")
+      }))
+
+    it.scopedLive("a shell left running by a crashed run is gone by the next start; the warning goes to stderr, stdout stays JSON", () =>
+      Effect.gen(function*() {
+        const token = `crash${process.pid}${Date.now()}`
+        const { dirs, env, ws } = yield* setup(slowCall(token), Reply.text("Hello."))
+        const modeEnv = { ...env, BATON_SANDBOX: mode }
+        const crashed = yield* startCli(["run", "--json", "--approve", "allow", ...ws, "start the slow thing"], { env: modeEnv })
+        yield* awaitFileText(Path.join(dirs.workspace, "bash.up"))
+        const pids = pidsWith(token)
+        // The group's leader (the shell, or bubblewrap around it) is recorded under the home before the command runs.
+        const records = Fs.readdirSync(Path.join(dirs.home, "processes")).filter((name) => name.endsWith(".json"))
+        assert.isTrue(records.some((name) => pids.includes(Number(name.slice(0, -5)))), `${records} names one of ${pids}`)
+        yield* crashed.signal("SIGKILL")
+        yield* crashed.result
+        if (mode === "off") {
+          assert.isAbove(pidsWith(token).length, 0, "a SIGKILLed Baton cannot stop its detached shell itself")
+        } else {
+          // bubblewrap's die-with-parent: the sandbox goes with the process that started it.
+          yield* eventually(Effect.sync(() => pidsWith(token).length === 0), "the sandbox died with Baton")
+        }
+        const next = yield* runCli(["run", "--json", ...ws, "hello"], { env: modeEnv })
+        assert.strictEqual(next.code, 0, next.stderr)
+        assert.deepStrictEqual(pidsWith(token), [], "nothing of the crashed run's shell is left")
+        if (mode === "off") assert.include(next.stderr, "killed 1 shell process group(s) left by a crashed run")
+        assert.deepStrictEqual(Fs.readdirSync(Path.join(dirs.home, "processes")).filter((name) => name.endsWith(".json")), [], "its record is gone")
+        assert.deepStrictEqual(byType(jsonEvents(next.stdout), "assistant_message").map((m) => m.content), ["Hello."])
+      }))
+  })
+}
+
+describe("baton run: replay (built CLI)", () => {
   it.scopedLive("a task recorded with BATON_RECORD_CASSETTE replays with `baton replay`, no model server needed", () =>
     Effect.gen(function*() {
       const { dirs, env, ws } = yield* setup(readCall(), Reply.text("It says alpha."))

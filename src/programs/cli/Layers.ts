@@ -127,6 +127,7 @@ export const mcpClients = (env: AppEnv): Layer.Layer<McpClients> =>
         servers,
         ...(env.settings.file.mcpStartupTimeoutMs !== undefined ? { startupTimeoutMs: env.settings.file.mcpStartupTimeoutMs } : {}),
         processRegistryDir: Path.join(env.home, "processes", "mcp"),
+        sandbox: sandboxConfig(env),
         clientInfo: { name: "baton", version: VERSION }
       })
     }))

@@ -2,7 +2,7 @@ import * as Either from "effect/Either"
 import { classify, parseRules } from "../../domain/Permissions.js"
 import { SANDBOXED_RULE, type SandboxStatus } from "../../domain/Sandbox.js"
 import type { PermissionRules } from "../../domain/Settings.js"
-import type { SandboxConfig } from "../../services/tools/Sandbox.js"
+import type { SandboxConfig } from "../../services/Sandbox.js"
 import type { AppEnv } from "./Env.js"
 
 /**

@@ -8,6 +8,7 @@ import type { McpLaunch } from "../../domain/McpConfig.js"
 import type { McpCallResult, McpTool } from "../McpClients.js"
 import type { ProcessTracker } from "../ProcessRegistry.js"
 import { toResult, toTool } from "./Content.js"
+import type { Sandbox } from "../Sandbox.js"
 import { startStdioServer, type StdioServer } from "./StdioServer.js"
 
 /** One started MCP server: an initialized SDK client over its transport, in the caller's scope. */
@@ -29,6 +30,8 @@ export interface ConnectOptions {
   readonly clientInfo: { readonly name: string; readonly version: string }
   readonly tracker: ProcessTracker
   readonly killGrace: Duration.DurationInput
+  /** For stdio servers marked `sandbox: true`. */
+  readonly sandbox?: Sandbox
   /** Bounds each tools/list page (a refresh after listChanged runs on its own, with nobody waiting). */
   readonly requestTimeoutMs: number
   /** The connection closed without Baton closing it. */
@@ -64,7 +67,7 @@ const terminate = (transport: Transport) =>
 /** The transport to the server; for stdio, the process behind it too. */
 const open = (launch: McpLaunch, options: ConnectOptions): Effect.Effect<{ readonly transport: Transport; readonly stdio?: StdioServer }, McpStartError, Scope.Scope> =>
   launch._tag === "Stdio"
-    ? startStdioServer(launch, options.tracker, options.killGrace).pipe(
+    ? startStdioServer(launch, options.tracker, options.killGrace, options.sandbox).pipe(
       Effect.map((stdio) => ({ transport: stdio.transport, stdio })),
       Effect.mapError((e) => new McpStartError({ message: e.message }))
     )

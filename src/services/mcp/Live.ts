@@ -4,6 +4,7 @@ import { type McpLaunch, type McpServerConfig, scrub } from "../../domain/McpCon
 import { DEFAULT_MCP_STARTUP_TIMEOUT_MS } from "../../domain/Settings.js"
 import { McpClients, type McpServerState } from "../McpClients.js"
 import { makeProcessRegistry, noProcessTracking, reapOrphans } from "../ProcessRegistry.js"
+import { makeSandbox, type SandboxConfig } from "../Sandbox.js"
 import { type Connection, connect, McpStartError } from "./Connection.js"
 
 /**
@@ -24,6 +25,8 @@ export interface McpClientsOptions {
   readonly processRegistryDir?: string
   /** Between SIGTERM and SIGKILL, and for a server to exit once its stdin is closed. */
   readonly killGraceMs?: number
+  /** The OS sandbox of stdio servers marked `sandbox: true` (the same one Bash uses). */
+  readonly sandbox?: SandboxConfig
   /** How Baton introduces itself to servers. */
   readonly clientInfo?: { readonly name: string; readonly version: string }
 }
@@ -60,6 +63,9 @@ const make = (options: McpClientsOptions) =>
     const grace = Duration.millis(options.killGraceMs ?? 2_000)
     const startupMs = options.startupTimeoutMs ?? DEFAULT_MCP_STARTUP_TIMEOUT_MS
     const tracker = options.processRegistryDir === undefined ? noProcessTracking : yield* openRegistry(options.processRegistryDir, grace)
+    // Looked for only when a server asks for it.
+    const wanted = options.servers.some((s) => Either.isRight(s.launch) && s.launch.right._tag === "Stdio" && s.launch.right.sandbox === true)
+    const sandbox = options.sandbox !== undefined && wanted ? yield* makeSandbox(options.sandbox) : undefined
     const fibers = yield* FiberSet.make()
     const runFork = yield* FiberSet.runtime(fibers)()
     const state = yield* SubscriptionRef.make<ReadonlyArray<McpServerState>>(options.servers.map(initial))
@@ -110,6 +116,7 @@ const make = (options: McpClientsOptions) =>
             clientInfo: options.clientInfo ?? { name: "baton", version: "0" },
             tracker,
             killGrace: grace,
+            ...(sandbox !== undefined ? { sandbox } : {}),
             requestTimeoutMs: startupMs,
             onClose: () => runFork(exited(config.name)),
             onToolsChanged: () => runFork(refresh(config.name))

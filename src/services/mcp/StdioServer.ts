@@ -9,6 +9,7 @@ import * as Os from "node:os"
 import type { McpLaunch } from "../../domain/McpConfig.js"
 import { killGroup } from "../ProcessGroup.js"
 import type { ProcessTracker } from "../ProcessRegistry.js"
+import type { Sandbox } from "../Sandbox.js"
 
 /**
  * A stdio MCP server as a child process Baton owns. The SDK's StdioClientTransport spawns into
@@ -48,14 +49,23 @@ const describeExit = (child: ChildProcess, stderr: string): string => {
   return said === "" ? how : `${how}: ${said}`
 }
 
-const spawnGated = (launch: StdioLaunch, tracker: ProcessTracker) =>
+/** How to run the gated shell: as it is, or inside the sandbox with its working directory writable. */
+const commandLine = (launch: StdioLaunch, sandbox: Sandbox | undefined) => {
+  const gated = ["/bin/sh", "-c", GATE, launch.command, ...launch.args]
+  return launch.sandbox === true && sandbox?.status.active === true
+    ? sandbox.launch(gated, launch.cwd, [])
+    : { file: gated[0]!, args: gated.slice(1), env: {} }
+}
+
+const spawnGated = (launch: StdioLaunch, tracker: ProcessTracker, sandbox: Sandbox | undefined) =>
   Effect.async<ChildProcess, StdioStartError>((resume) => {
-    const child = spawn("/bin/sh", ["-c", GATE, launch.command, ...launch.args], {
+    const line = commandLine(launch, sandbox)
+    const child = spawn(line.file, line.args, {
       cwd: launch.cwd,
       detached: true,
       stdio: ["pipe", "pipe", "pipe", "pipe"],
       // The SDK's safe subset (HOME, PATH, …), not Baton's environment: API keys stay here.
-      env: { ...getDefaultEnvironment(), ...launch.env, ...tracker.env }
+      env: { ...getDefaultEnvironment(), ...launch.env, ...tracker.env, ...line.env }
     })
     let settled = false
     child.once("spawn", () => {
@@ -138,11 +148,15 @@ const childTransport = (child: ChildProcess): Transport => {
  * Starts the server in its own recorded process group. Closing the scope ends stdin, gives the server
  * `grace` to exit by itself, then kills whatever is left of the group.
  */
-export const startStdioServer = (launch: StdioLaunch, tracker: ProcessTracker, grace: Duration.DurationInput) =>
+export const startStdioServer = (launch: StdioLaunch, tracker: ProcessTracker, grace: Duration.DurationInput, sandbox?: Sandbox) =>
   Effect.gen(function*() {
     if (!Fs.existsSync(launch.cwd)) return yield* new StdioStartError({ message: `cannot start: its working directory ${launch.cwd} does not exist` })
+    // Never silently unsandboxed: a server that asks for the sandbox does not start without one.
+    if (launch.sandbox === true && sandbox !== undefined && sandbox.status.mode !== "off" && !sandbox.status.active) {
+      return yield* new StdioStartError({ message: `cannot start: it asks for the sandbox, and ${sandbox.status.unavailable ?? "none is available"}` })
+    }
     const child = yield* Effect.acquireRelease(
-      Effect.tap(spawnGated(launch, tracker), (child) => tracker.register(child.pid!)),
+      Effect.tap(spawnGated(launch, tracker, sandbox), (child) => tracker.register(child.pid!)),
       (child) =>
         Effect.gen(function*() {
           child.stdin?.end()

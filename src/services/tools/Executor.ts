@@ -21,7 +21,7 @@ import { McpClients } from "../McpClients.js"
 import { type ExecuteOptions, ToolExecutor } from "../ToolExecutor.js"
 import { type Catalog, mcpCatalog, staticCatalog } from "./McpTools.js"
 import { unsafeMakeWorkspaceLocks } from "./WorkspaceLocks.js"
-import { makeSandbox, type SandboxConfig } from "./Sandbox.js"
+import { makeSandbox, type SandboxConfig } from "../Sandbox.js"
 
 /**
  * services/tools/ is the ToolExecutor of one workspace: this module (plan a call, take its locks,

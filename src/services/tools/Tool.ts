@@ -6,7 +6,7 @@ import { DEFAULT_MCP_TOOL_TIMEOUT_MS } from "../../domain/Settings.js"
 import type { ToolCallId } from "../../domain/Ids.js"
 import type { ProcessTracker } from "../ProcessRegistry.js"
 import type { FileState } from "./FileState.js"
-import type { Sandbox } from "./Sandbox.js"
+import type { Sandbox } from "../Sandbox.js"
 
 export interface ToolLimits {
   /** What the model sees of one result, in characters. */

@@ -3,8 +3,8 @@ import { execFile } from "node:child_process"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
-import type { SandboxMode, SandboxStatus } from "../../domain/Sandbox.js"
-import { bwrapArgs, type MountPlan, seatbeltProfile } from "../../domain/SandboxProfile.js"
+import type { SandboxMode, SandboxStatus } from "../domain/Sandbox.js"
+import { bwrapArgs, type MountPlan, seatbeltProfile } from "../domain/SandboxProfile.js"
 
 /**
  * The OS sandbox a shell command (or a stdio MCP server) runs in: bubblewrap from the distribution
@@ -49,6 +49,16 @@ export interface Sandbox {
 
 /** Secrets under the home every sandboxed command is denied. */
 export const DEFAULT_HIDDEN = [".ssh", ".aws", ".gnupg", ".config/gcloud", ".docker/config.json", ".netrc", ".npmrc"] as const
+
+/**
+ * Sockets that hand out more than the sandbox allows: the Docker daemon (a root shell on the host)
+ * and the SSH agent (your keys, without the key files).
+ */
+const hiddenSockets = (): ReadonlyArray<string> => [
+  "/var/run/docker.sock",
+  "/run/docker.sock",
+  ...(process.env["SSH_AUTH_SOCK"] !== undefined && process.env["SSH_AUTH_SOCK"] !== "" ? [process.env["SSH_AUTH_SOCK"]] : [])
+]
 
 export const INSTALL_HINT = "install bubblewrap (apt-get install bubblewrap, dnf install bubblewrap)"
 
@@ -109,6 +119,7 @@ export const planFor = (config: SandboxConfig, cwd: string, roots: ReadonlyArray
   const hidden = [
     ...DEFAULT_HIDDEN.map((p) => Path.join(home, p)),
     ...(config.batonHome !== undefined ? [config.batonHome] : []),
+    ...hiddenSockets(),
     ...(config.hidden ?? []).map((p) => expand(p, home, cwd)),
     ...envFiles(cwd).filter((file) => config.exposed?.(file) !== true)
   ].flatMap((p) => {

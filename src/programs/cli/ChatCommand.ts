@@ -100,8 +100,10 @@ export const chat: (io: Io, env: AppEnv, model: string, credentials?: Credential
   const servers = yield* mcp.servers
   const mcpTools = servers.length > 0 ? ` · ${offeredCount(servers)} MCP tool${offeredCount(servers) === 1 ? "" : "s"}` : ""
   yield* view.print([
-    `${style.bold("baton")} ${VERSION} · ${model} · ${env.workspace}${mcpTools} · ${describeSandbox(sandbox)}`,
+    `${style.bold("baton")} ${VERSION} · ${model} · ${env.workspace}${mcpTools}`,
     style.dim(`${selected.id !== undefined ? "continuing" : "new"} conversation ${session.conversationId}`),
+    // No sandbox where one was asked for (or would be the default) is said in yellow, once.
+    sandbox.unavailable !== undefined ? style.yellow(describeSandbox(sandbox)) : style.dim(describeSandbox(sandbox)),
     ...(mode === "ask" && !interactive ? [style.yellow(NOT_A_TTY_NOTE)] : []),
     ...(interactive ? [style.dim("Enter sends · typing during a task steers it · Ctrl-C interrupts a task · /help · /exit")] : [])
   ].join("\n"))

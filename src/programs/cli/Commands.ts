@@ -107,7 +107,9 @@ export const demo = Effect.fn("Commands.demo")(function*(options: { readonly fas
   const assets = yield* demoAssets()
   const dirs = yield* prepareDemo(assets)
   const provider = model ?? Layers.demoModel(Path.join(assets, "cassette.jsonl"), { fast: options.fast || !io.stdoutTTY })
-  yield* demoProgram(io, dirs).pipe(Effect.provide(Layers.task(freshEnv(dirs, noCommonArgs), provider)))
+  // The bundled cassette was recorded with the sandbox off: a sandboxed Bash is another tool definition, which it would not match.
+  const args = { ...noCommonArgs, sandbox: "off" as const }
+  yield* demoProgram(io, dirs).pipe(Effect.provide(Layers.task(freshEnv(dirs, args), provider)))
 })
 
 export const serve = Effect.fn("Commands.serve")(function*(args: CommonArgs, options: ServeCommandOptions) {

@@ -11,6 +11,18 @@ const HINT = "narrow the command's output (pipe it through head, tail or grep), 
 /** How long to wait for the pipes to drain after the group is gone (a daemon outside it may hold them). */
 const DRAIN = Duration.millis(500)
 
+const SANDBOX_ARG = Schema.optionalWith(
+  Schema.Boolean.annotations({
+    description: "false runs the command outside the sandbox, always after asking the user: only when the sandbox prevents the task " +
+      "(it needs the network, or to write outside the workspace)"
+  }),
+  { exact: true }
+)
+
+/**
+ * The arguments; `sandbox` only where commands run in one. Without it the definition is exactly the
+ * one models saw before the sandbox existed, so recordings made without it still replay.
+ */
 export const makeBashArgs = (limits: ToolLimits) =>
   Schema.Struct({
     command: Schema.NonEmptyString.annotations({ description: "The shell command to run (bash -c) in the workspace directory" }),
@@ -23,16 +35,10 @@ export const makeBashArgs = (limits: ToolLimits) =>
     description: Schema.optionalWith(
       Schema.String.annotations({ description: "A few words saying what the command does, shown to the user" }),
       { exact: true }
-    ),
-    sandbox: Schema.optionalWith(
-      Schema.Boolean.annotations({
-        description: "false runs the command outside the sandbox, always after asking the user: only when the sandbox prevents the task " +
-          "(it needs the network, or to write outside the workspace)"
-      }),
-      { exact: true }
     )
   })
-export type BashArgs = Schema.Schema.Type<ReturnType<typeof makeBashArgs>>
+const makeSandboxedBashArgs = (limits: ToolLimits) => Schema.Struct({ ...makeBashArgs(limits).fields, sandbox: SANDBOX_ARG })
+export type BashArgs = Schema.Schema.Type<ReturnType<typeof makeSandboxedBashArgs>>
 
 interface Spawned {
   readonly child: ChildProcess
@@ -138,17 +144,19 @@ const render = (p: Spawned, exitCode: number, timedOutMs: number | undefined, li
   }
 }
 
-export const makeBashTool = (limits: ToolLimits) =>
-  makeTool({
+const SANDBOX_TEXT = "It runs inside a sandbox: it may write only in the workspace (and a private /tmp), " +
+  "cannot see the user's secrets and has no network unless the user allowed it; " +
+  "set sandbox: false only when the sandbox prevents the task (the user is then always asked). "
+
+export const makeBashTool = (limits: ToolLimits, sandboxed = false) =>
+  makeTool<BashArgs, Schema.Schema.Encoded<ReturnType<typeof makeSandboxedBashArgs>>>({
     name: "Bash",
     description: "Runs a shell command with bash -c in the workspace directory and returns its output and exit code. " +
       `It is killed after timeout ms (default ${limits.bashDefaultTimeoutMs}, max ${limits.bashMaxTimeoutMs}). ` +
       "Processes it leaves running in the background are killed when it ends. stdin is empty. " +
-      "When a sandbox is on, the command runs inside it: it may write only in the workspace (and a private /tmp), " +
-      "cannot see the user's secrets and has no network unless the user allowed it; " +
-      "set sandbox: false only when the sandbox prevents the task (the user is then always asked). " +
+      (sandboxed ? SANDBOX_TEXT : "") +
       "Prefer Read, Grep, Glob and LS for looking at files.",
-    parameters: makeBashArgs(limits),
+    parameters: sandboxed ? makeSandboxedBashArgs(limits) : makeBashArgs(limits),
     truncationHint: HINT,
     run: (args, ctx) =>
       Effect.scoped(Effect.gen(function*() {

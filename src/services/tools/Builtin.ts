@@ -7,12 +7,12 @@ import { makeReadTool } from "./Read.js"
 import type { Tool, ToolLimits } from "./Tool.js"
 import { WriteTool } from "./Write.js"
 
-/** The coding tools, under the names models are trained on. */
-export const builtinTools = (limits: ToolLimits): ReadonlyArray<Tool> => [
+/** The coding tools, under the names models are trained on; `sandboxed`: Bash runs in the sandbox and says so. */
+export const builtinTools = (limits: ToolLimits, sandboxed = false): ReadonlyArray<Tool> => [
   makeReadTool(limits),
   WriteTool,
   EditTool,
-  makeBashTool(limits),
+  makeBashTool(limits, sandboxed),
   GrepTool,
   GlobTool,
   LSTool

@@ -87,14 +87,14 @@ export const makeToolExecutor = (options: ToolExecutorOptions) =>
   Effect.gen(function*() {
     const workspace = yield* resolveWorkspace(options.workspace)
     const limits: ToolLimits = { ...defaultToolLimits, ...options.limits }
-    const tools = typeof options.tools === "function" ? options.tools(limits) : options.tools ?? builtinTools(limits)
-    const catalog = options.mcp === undefined ? Effect.succeed(staticCatalog(tools)) : mcpCatalog(options.mcp, tools, limits.mcpTimeoutMs)
     const locks = unsafeMakeWorkspaceLocks()
     const files = makeFileState()
     const processes = options.processRegistryDir === undefined
       ? noProcessTracking
       : yield* startRegistry(options.processRegistryDir, limits)
     const sandbox = options.sandbox === undefined ? undefined : yield* makeSandbox(options.sandbox)
+    const tools = typeof options.tools === "function" ? options.tools(limits) : options.tools ?? builtinTools(limits, sandbox?.status.active === true)
+    const catalog = options.mcp === undefined ? Effect.succeed(staticCatalog(tools)) : mcpCatalog(options.mcp, tools, limits.mcpTimeoutMs)
 
     const confinementFor = (execution: ExecuteOptions | undefined): Confinement => ({
       workspace,

@@ -6,6 +6,7 @@ import * as Path from "node:path"
 import { cliDirs, runCli, startServe } from "../support/cliProcess.js"
 import * as MockModelServer from "../support/MockModelServer.js"
 import { Reply } from "../support/MockModelServer.js"
+import { haveBwrap } from "../support/sandbox.js"
 import { startWeb } from "../support/webProcess.js"
 
 interface Answer {
@@ -49,9 +50,11 @@ describe("baton web over plain HTTP (built CLI): who may use it, approvals with 
     Effect.gen(function*() {
       const model = yield* MockModelServer.make()
       const dirs = yield* cliDirs
-      const web = yield* startWeb(["--port", "0", "-w", dirs.workspace, "--home", dirs.home], model.childEnv("anthropic"))
+      const web = yield* startWeb(["--port", "0", "-w", dirs.workspace, "--home", dirs.home, "--sandbox", "read-only"], model.childEnv("anthropic"))
       const api = `${web.origin}/api/conversations`
       const port = new URL(web.origin).port
+      const { sandbox } = JSON.parse((yield* request(api)).body)
+      assert.deepStrictEqual([sandbox.mode, sandbox.network, sandbox.active], ["read-only", false, haveBwrap], "the page can show how Bash runs")
       const rebound = yield* request(api, { headers: { host: `attacker.example:${port}` } })
       assert.strictEqual(rebound.status, 403)
       assert.include(rebound.body, "attacker.example")

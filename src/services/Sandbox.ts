@@ -51,12 +51,17 @@ export interface Sandbox {
 export const DEFAULT_HIDDEN = [".ssh", ".aws", ".gnupg", ".config/gcloud", ".docker/config.json", ".netrc", ".npmrc"] as const
 
 /**
- * Sockets that hand out more than the sandbox allows: the Docker daemon (a root shell on the host)
- * and the SSH agent (your keys, without the key files).
+ * Sockets that hand out more than the sandbox allows: container daemons and the system bus (a root
+ * shell on the host, for whoever may connect; a read-only mount does not stop a connect) and the SSH
+ * agent (your keys, without the key files).
  */
 const hiddenSockets = (): ReadonlyArray<string> => [
   "/var/run/docker.sock",
   "/run/docker.sock",
+  "/run/containerd/containerd.sock",
+  "/run/podman/podman.sock",
+  "/run/dbus/system_bus_socket",
+  "/run/systemd/private",
   ...(process.env["SSH_AUTH_SOCK"] !== undefined && process.env["SSH_AUTH_SOCK"] !== "" ? [process.env["SSH_AUTH_SOCK"]] : [])
 ]
 

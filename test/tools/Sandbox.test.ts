@@ -107,6 +107,16 @@ describe.runIf(requireBwrap("test/tools/Sandbox.test.ts"))("Bash in the sandbox 
       assert.isFalse(Fs.existsSync(Path.join(home, ".ssh", "authorized_keys")))
     }))
 
+  it.scopedLive("the paths of settings' hidden are hidden too, ~ meaning the home", () =>
+    Effect.gen(function*() {
+      const { home, run } = yield* setup({ hidden: ["~/.kube"] })
+      Fs.mkdirSync(Path.join(home, ".kube"))
+      Fs.writeFileSync(Path.join(home, ".kube", "config"), "token: planted")
+      const result = yield* run({ command: `cat ${home}/.kube/config` })
+      assert.strictEqual(result.status, "error")
+      assert.notInclude(result.output, "planted")
+    }))
+
   it.scopedLive("a .env file in the workspace is hidden unless a rule lets the model read it", () =>
     Effect.gen(function*() {
       const hidden = yield* setup()

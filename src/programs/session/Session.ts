@@ -6,10 +6,10 @@ import { InvalidInput } from "../../domain/Errors.js"
 import type { ApprovalDecision, TaskEvent } from "../../domain/Events.js"
 import { type ConversationId, Otid } from "../../domain/Ids.js"
 import type { ImagePart, ToolCall, ToolReturn, UserMessage } from "../../domain/Messages.js"
-import { parseRules } from "../../domain/Permissions.js"
+import { parseRules, type SourcedRules } from "../../domain/Permissions.js"
 import type { ThinkingLevel } from "../../domain/ProviderEvent.js"
 import { skippableWait } from "../../domain/RecoverySchedule.js"
-import { DEFAULT_MAX_TURNS, emptyRules, type PermissionRules } from "../../domain/Settings.js"
+import { DEFAULT_MAX_TURNS, emptyRules } from "../../domain/Settings.js"
 import type { Compactability } from "../../domain/Compaction.js"
 import { Backend } from "../../services/Backend.js"
 import { type Agents, subagentTypes } from "../../domain/Subagents.js"
@@ -39,7 +39,7 @@ export type SessionError = BackendError
 
 export interface SessionConfig {
   readonly conversationId?: ConversationId
-  readonly rules?: PermissionRules
+  readonly rules?: SourcedRules
   readonly approver?: Approver
   /** Settings for a conversation this session creates (tools come from the workspace's executor). */
   readonly settings?: Omit<ConversationSettingsInput, "tools" | "workspace">

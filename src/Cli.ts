@@ -45,6 +45,10 @@ const serverOption = Options.text("server").pipe(
   Options.optional
 )
 
+const noProjectInstructionsOption = Options.boolean("no-project-instructions").pipe(
+  Options.withDescription("Start a new conversation without the AGENTS.md / CLAUDE.md files in its system prompt")
+)
+
 /** The options of every task command. */
 const common = {
   provider: providerOption,
@@ -60,7 +64,8 @@ const common = {
   maxTurns: Options.integer("max-turns").pipe(Options.withPseudoName("N"), Options.withDescription("Stop a task after this many model turns"), Options.optional),
   home: homeOption,
   database: databaseOption,
-  server: serverOption
+  server: serverOption,
+  noProjectInstructions: noProjectInstructionsOption
 }
 
 const toArgs = (parsed: Command.Command.ParseConfig<typeof common>): CommonArgs => ({
@@ -74,7 +79,8 @@ const toArgs = (parsed: Command.Command.ParseConfig<typeof common>): CommonArgs 
   maxTurns: Option.getOrUndefined(parsed.maxTurns),
   home: Option.getOrUndefined(parsed.home),
   database: Option.getOrUndefined(parsed.database),
-  server: Option.getOrUndefined(parsed.server)
+  server: Option.getOrUndefined(parsed.server),
+  projectInstructions: !parsed.noProjectInstructions
 })
 
 const json = Options.boolean("json").pipe(Options.withDescription("Print one JSON object per line on stdout, nothing else"))
@@ -179,6 +185,7 @@ const web = Command.make(
     database: databaseOption,
     server: serverOption,
     maxTurns: common.maxTurns,
+    noProjectInstructions: noProjectInstructionsOption,
     host: Options.text("host").pipe(Options.withPseudoName("H"), Options.withDescription("Address to bind (default 127.0.0.1; any other needs --token)"), Options.optional),
     port: Options.integer("port").pipe(Options.withPseudoName("P"), Options.withDescription("Port (default 8284; 0 picks a free one)"), Options.optional),
     token: Options.redacted("token").pipe(
@@ -199,7 +206,8 @@ const web = Command.make(
           home: Option.getOrUndefined(a.home),
           database: Option.getOrUndefined(a.database),
           server: Option.getOrUndefined(a.server),
-          maxTurns: Option.getOrUndefined(a.maxTurns)
+          maxTurns: Option.getOrUndefined(a.maxTurns),
+          projectInstructions: !a.noProjectInstructions
         },
         { host: Option.getOrUndefined(a.host), port: Option.getOrUndefined(a.port), token: Option.getOrUndefined(a.token) }
       )

@@ -13,6 +13,7 @@ import { McpClients } from "../../services/McpClients.js"
 import type { ToolExecutor } from "../../services/ToolExecutor.js"
 import type { Approver } from "../session/ApprovalGate.js"
 import { type AppEnv, conversationSettings, maxTurns } from "./Env.js"
+import { instructionsNote } from "./ProjectInstructions.js"
 import { allowAll, NOT_A_TTY_NOTE } from "./approvers/Terminal.js"
 import { makeChatApproval } from "./approvers/Chat.js"
 import { selectConversation } from "./SelectConversation.js"
@@ -96,6 +97,8 @@ export const chat: (io: Io, env: AppEnv, model: string, credentials?: Credential
   yield* view.print([
     `${style.bold("baton")} ${VERSION} · ${model} · ${env.workspace}${mcpTools}`,
     style.dim(`${selected.id !== undefined ? "continuing" : "new"} conversation ${session.conversationId}`),
+    // A continued conversation keeps the instructions it was created with.
+    ...(selected.id === undefined ? [instructionsNote(env.instructions, env.workspace)].flatMap((n) => (n === undefined ? [] : [style.dim(n)])) : []),
     ...(mode === "ask" && !interactive ? [style.yellow(NOT_A_TTY_NOTE)] : []),
     ...(interactive ? [style.dim("Enter sends · typing during a task steers it · Ctrl-C interrupts a task · /help · /exit")] : [])
   ].join("\n"))

@@ -23,6 +23,8 @@ export interface CommonArgs {
   /** A PostgreSQL URL (`--database`, BATON_DATABASE_URL): conversations there, not in the home's baton.db. */
   readonly database: Redacted.Redacted<string> | undefined
   readonly server: string | undefined
+  /** Whether a new conversation's system prompt gets the AGENTS.md / CLAUDE.md files (`--no-project-instructions` turns it off). */
+  readonly projectInstructions: boolean
 }
 
 export const noCommonArgs: CommonArgs = {
@@ -36,5 +38,6 @@ export const noCommonArgs: CommonArgs = {
   maxTurns: undefined,
   home: undefined,
   database: undefined,
-  server: undefined
+  server: undefined,
+  projectInstructions: false
 }

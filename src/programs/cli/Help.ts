@@ -36,6 +36,7 @@ ${b("Options")} ${d("(run, chat, replay)")}
                         ${d("(chat asks; run denies unless told; nothing is approved by a prompt when stdin is not a terminal)")}
   --image FILE          attach an image to run's prompt (repeatable; @file.png in chat)
   --max-turns N         stop a task after N model turns
+  --no-project-instructions  a new conversation without the AGENTS.md / CLAUDE.md files ${d("(settings: projectInstructions)")}
   --home DIR            conversations and settings.json                      ${d("BATON_HOME, default ~/.baton")}
   --server URL          use a \`baton serve\` backend instead of the local one   ${d("BATON_TOKEN for its token")}
 

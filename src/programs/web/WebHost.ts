@@ -17,6 +17,8 @@ import { type Hosted, type HostOptions, make as makeHosted } from "./Hosted.js"
 
 export interface WebHost {
   readonly workspace: string
+  /** The project instruction files (paths) a conversation created here gets, for the page's header. */
+  readonly instructions: ReadonlyArray<string>
   /** This process's mark on log ids: an id from another process (a restarted host) is not resumed. */
   readonly epoch: string
   readonly list: Effect.Effect<ReadonlyArray<Conversation>, BackendError>
@@ -66,6 +68,7 @@ export const make = Effect.fn("WebHost.make")(function*(options: HostOptions) {
 
   const webHost: WebHost = {
     workspace: executor.workspace,
+    instructions: options.instructions ?? [],
     epoch,
     list: Effect.map(backend.listConversations({ limit: 100 }), (page) =>
       page.items.filter((c) => c.settings.workspace === undefined || c.settings.workspace === executor.workspace)),

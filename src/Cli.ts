@@ -53,6 +53,10 @@ const sandboxOption = fromEnv(
     "secrets hidden, no network), read-only, or off (your full rights); overrides settings sandbox.mode"
 )
 
+const noProjectInstructionsOption = Options.boolean("no-project-instructions").pipe(
+  Options.withDescription("Start a new conversation without the AGENTS.md / CLAUDE.md files in its system prompt")
+)
+
 /** The options of every task command. */
 const common = {
   provider: providerOption,
@@ -69,7 +73,8 @@ const common = {
   home: homeOption,
   database: databaseOption,
   server: serverOption,
-  sandbox: sandboxOption
+  sandbox: sandboxOption,
+  noProjectInstructions: noProjectInstructionsOption
 }
 
 const toArgs = (parsed: Command.Command.ParseConfig<typeof common>): CommonArgs => ({
@@ -84,7 +89,8 @@ const toArgs = (parsed: Command.Command.ParseConfig<typeof common>): CommonArgs 
   home: Option.getOrUndefined(parsed.home),
   database: Option.getOrUndefined(parsed.database),
   server: Option.getOrUndefined(parsed.server),
-  sandbox: Option.getOrUndefined(parsed.sandbox)
+  sandbox: Option.getOrUndefined(parsed.sandbox),
+  projectInstructions: !parsed.noProjectInstructions
 })
 
 const json = Options.boolean("json").pipe(Options.withDescription("Print one JSON object per line on stdout, nothing else"))
@@ -190,6 +196,7 @@ const web = Command.make(
     server: serverOption,
     maxTurns: common.maxTurns,
     sandbox: sandboxOption,
+    noProjectInstructions: noProjectInstructionsOption,
     host: Options.text("host").pipe(Options.withPseudoName("H"), Options.withDescription("Address to bind (default 127.0.0.1; any other needs --token)"), Options.optional),
     port: Options.integer("port").pipe(Options.withPseudoName("P"), Options.withDescription("Port (default 8284; 0 picks a free one)"), Options.optional),
     token: Options.redacted("token").pipe(
@@ -211,7 +218,8 @@ const web = Command.make(
           database: Option.getOrUndefined(a.database),
           server: Option.getOrUndefined(a.server),
           maxTurns: Option.getOrUndefined(a.maxTurns),
-          sandbox: Option.getOrUndefined(a.sandbox)
+          sandbox: Option.getOrUndefined(a.sandbox),
+          projectInstructions: !a.noProjectInstructions
         },
         { host: Option.getOrUndefined(a.host), port: Option.getOrUndefined(a.port), token: Option.getOrUndefined(a.token) }
       )

@@ -1,4 +1,5 @@
 import { Schema } from "effect"
+import { FilesSeen } from "./FilesSeen.js"
 import { ConversationId, Otid, RunId, Seq, ToolCallId } from "./Ids.js"
 
 /** Which subagent an event of a parent's task stream comes from: its conversation and the `Task` call. */
@@ -83,6 +84,8 @@ export const ToolReturn = Schema.Struct({
   exit_code: Schema.optionalWith(Schema.Int, { exact: true }),
   duration_ms: Schema.optionalWith(Schema.NonNegative, { exact: true }),
   images,
+  /** What the tool showed the model of each file (never sent to the model): see FilesSeen. */
+  files: Schema.optionalWith(FilesSeen, { exact: true }),
   ...Envelope
 })
 export type ToolReturn = typeof ToolReturn.Type

@@ -64,18 +64,29 @@ export const parseRule = (text: string): Either.Either<Rule, ConfigError> => {
 }
 
 /** Parses every rule list; the first bad rule is the error, so a typo cannot silently drop a deny rule. */
-export const parseRules = (rules: PermissionRules): Either.Either<CompiledRules, ConfigError> =>
+export const parseRules = (rules: SourcedRules): Either.Either<CompiledRules, ConfigError> =>
   Either.all({
     allow: Either.all(rules.allow.map(parseRule)),
     ask: Either.all(rules.ask.map(parseRule)),
     deny: Either.all(rules.deny.map(parseRule))
-  }).pipe(Either.map((lists) => ({ ...lists, additionalDirectories: rules.additionalDirectories })))
+  }).pipe(Either.map((lists) => ({
+    ...lists,
+    additionalDirectories: rules.additionalDirectories,
+    ...(rules.sources !== undefined ? { sources: rules.sources } : {})
+  })))
+
+/** Rules as loaded, with the settings file each one came from (a denial names it). */
+export interface SourcedRules extends PermissionRules {
+  /** The rule's text (trimmed) → the file it is written in, as shown to the user. */
+  readonly sources?: Readonly<Record<string, string>>
+}
 
 export interface CompiledRules {
   readonly allow: ReadonlyArray<Rule>
   readonly ask: ReadonlyArray<Rule>
   readonly deny: ReadonlyArray<Rule>
   readonly additionalDirectories: ReadonlyArray<string>
+  readonly sources?: Readonly<Record<string, string>>
 }
 
 const parseArgs = (raw: string): Record<string, unknown> | undefined => {

@@ -74,7 +74,11 @@ const replaceCall = (s: Assembly, call: OpenCall): Assembly => ({
   calls: s.calls.map((c) => (c.id === call.id ? call : c))
 })
 
+/** A call this request already completed: a provider that repeats its id is heard once (one pending call, one result). */
+const completed = (s: Assembly, id: string): boolean => s.messages.some((m) => m.type === "tool_call" && m.tool_call_id === id)
+
 export const step = (s: Assembly, event: ProviderEvent): Step => {
+  if ((event._tag === "ToolCallStart" || event._tag === "ToolCallDelta" || event._tag === "ToolCallEnd") && completed(s, event.id)) return [s, []]
   switch (event._tag) {
     case "TextDelta": {
       if (event.text.length === 0) return [s, []]

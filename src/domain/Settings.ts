@@ -75,6 +75,8 @@ export const SettingsFile = Schema.Struct({
   provider: Schema.optionalWith(ProviderKind, { exact: true }),
   baseUrl: Schema.optionalWith(Schema.NonEmptyString, { exact: true }),
   systemPrompt: Schema.optionalWith(Schema.String, { exact: true }),
+  /** false: a new conversation's system prompt leaves out the AGENTS.md / CLAUDE.md files (default true). */
+  projectInstructions: Schema.optionalWith(Schema.Boolean, { exact: true }),
   /** USD per million tokens by model, for `baton usage` and `GET /v1/usage`: `{ "MODEL": { "input", "output", "cacheRead"?, "cacheWrite"? } }`. */
   pricing: Schema.optionalWith(Pricing, { exact: true }),
   /** Claude Code's convention: a shell command whose stdout is the API key (run at start and after the key is refused). */

@@ -1,6 +1,7 @@
 import { Schema } from "effect"
 import type { Otid } from "./Ids.js"
 import { ToolCallId } from "./Ids.js"
+import { FilesSeen } from "./FilesSeen.js"
 import { ImagePart, INTERRUPTED_TEXT, type ToolReturn } from "./Messages.js"
 
 /** The outcome of executing one tool call on the workspace. */
@@ -13,7 +14,9 @@ export const ToolResult = Schema.Struct({
   stdout: Schema.optionalWith(Schema.String, { exact: true }),
   stderr: Schema.optionalWith(Schema.String, { exact: true }),
   duration_ms: Schema.NonNegative,
-  images: Schema.optionalWith(Schema.Array(ImagePart), { exact: true })
+  images: Schema.optionalWith(Schema.Array(ImagePart), { exact: true }),
+  /** What the call showed the model of each file, for the conversation's view of them. */
+  files: Schema.optionalWith(FilesSeen, { exact: true })
 })
 export type ToolResult = typeof ToolResult.Type
 
@@ -32,5 +35,6 @@ export const toToolReturn = (result: ToolResult, otid: Otid): ToolReturn => ({
   otid,
   ...(result.exit_code !== undefined ? { exit_code: result.exit_code } : {}),
   duration_ms: result.duration_ms,
-  ...(result.images !== undefined && result.images.length > 0 ? { images: result.images } : {})
+  ...(result.images !== undefined && result.images.length > 0 ? { images: result.images } : {}),
+  ...(result.files !== undefined ? { files: result.files } : {})
 })

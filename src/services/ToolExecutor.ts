@@ -1,5 +1,7 @@
 import { Cause, Clock, Context, Effect, Exit, Fiber, type Scope } from "effect"
 import type { ToolDefinition } from "../domain/Conversation.js"
+import type { TaskEvent } from "../domain/Events.js"
+import { emptyView, type FileSeen, type FilesView, observeAll } from "../domain/FilesSeen.js"
 import type { ToolCall } from "../domain/Messages.js"
 import type { SandboxStatus } from "../domain/Sandbox.js"
 import { interruptedResult, type ToolResult } from "../domain/Tools.js"
@@ -7,6 +9,37 @@ import { interruptedResult, type ToolResult } from "../domain/Tools.js"
 export interface ExecuteOptions {
   /** Directories outside the workspace the session's rules grant to file tools (absolute). */
   readonly allowedRoots?: ReadonlyArray<string>
+  /**
+   * What the model of the call's conversation last saw of each file: Edit and Write check it, and
+   * every tool that shows a file updates it at once (a later call of the same batch sees it). Without
+   * one, the executor keeps its own (a caller that drives no conversation).
+   */
+  readonly files?: FileView
+}
+
+/**
+ * One conversation's view of the files its model saw, held by the client driving it. Rebuilt from
+ * the conversation's items (`observe`), and written by the tools as they show a file (`record`).
+ */
+export interface FileView {
+  readonly current: () => FilesView
+  readonly record: (display: string, seen: FileSeen) => void
+  readonly observe: (events: Iterable<TaskEvent>) => void
+}
+
+export const makeFileView = (): FileView => {
+  let view = emptyView
+  return {
+    current: () => view,
+    record: (display, seen) => {
+      const next = new Map(view)
+      next.set(display, { seen, compacted: false })
+      view = next
+    },
+    observe: (events) => {
+      view = observeAll(view, events)
+    }
+  }
 }
 
 /**

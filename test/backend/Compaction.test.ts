@@ -181,6 +181,23 @@ describe("Compaction (summarize)", () => {
     ]))))
 })
 
+describe("Compaction: the sliding window's fallback", () => {
+  it.effect("a sliding window with no place to cut (one short turn) falls back to summarizing everything older", () =>
+    Effect.gen(function*() {
+      const backend = yield* Backend
+      const sliding = yield* newConversation({ mode: "sliding_window" })
+      yield* ask(sliding.id, "q1")
+      const chunks = yield* collect(backend.compact(sliding.id, "manual"))
+      assert.deepStrictEqual(ended(chunks), ["ok"], "planning the window failed, and the compaction still succeeded")
+      yield* ask(sliding.id, "q2")
+      const requests = yield* (yield* ProviderScript).requests
+      const summarized = requests[1]!.history.flatMap((m) => (m.type === "user_message" ? [m.content] : []))
+      assert.deepStrictEqual(summarized.slice(0, -1), ["q1"], "the whole older context went to the summary request")
+      const next = requests[2]!.history.map((m) => (m.type === "user_message" ? m.content.split("\n")[0] : m.type))
+      assert.deepStrictEqual(next, ["[context_summary]", "q2"], "nothing was kept verbatim")
+    }).pipe(Effect.provide(env([Turn.text("a"), summary("asked q1"), Turn.text("b")]))))
+})
+
 describe("Compaction budgets and tags", () => {
   it.effect("transport failures use the compaction budget: 3 reconnects, then the compaction fails and nothing changes", () =>
     Effect.gen(function*() {

@@ -38,7 +38,10 @@ describe("loadSettings", () => {
       })
       const loaded = yield* loadSettings(home, workspace)
       assert.deepStrictEqual(loaded.file, { model: "m-ws", maxTurns: 5, compaction: { maxContextLength: 1000, mode: "summarize" } })
-      assert.deepStrictEqual(loaded.rules, { allow: ["Read", "Bash(npm test)"], ask: [], deny: ["Bash(rm:*)"], additionalDirectories: [] })
+      const { sources, ...rules } = loaded.rules
+      assert.deepStrictEqual(rules, { allow: ["Read", "Bash(npm test)"], ask: [], deny: ["Bash(rm:*)"], additionalDirectories: [] })
+      // Each rule names the file it is written in (the first that has it): a denial says where.
+      assert.deepStrictEqual(sources, { "Bash(rm:*)": Path.join(home, "settings.json"), Read: Path.join(home, "settings.json"), "Bash(npm test)": ".baton/settings.json" })
       assert.strictEqual(loaded.sources.length, 2)
     }))
 

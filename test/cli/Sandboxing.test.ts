@@ -9,6 +9,7 @@ import { emptyRules } from "../../src/domain/Settings.js"
 const env = (over: { sandbox?: AppEnv["settings"]["file"]["sandbox"]; flag?: AppEnv["args"]["sandbox"]; allow?: ReadonlyArray<string>; deny?: ReadonlyArray<string> } = {}): AppEnv => ({
   home: "/h/.baton",
   workspace: "/w",
+  instructions: [],
   args: { ...noCommonArgs, sandbox: over.flag },
   settings: {
     file: over.sandbox !== undefined ? { sandbox: over.sandbox } : {},

@@ -72,6 +72,19 @@ describe("RunAssembler", () => {
     assert.deepStrictEqual(out.map((e) => e.type), ["tool_call_delta", "tool_call"])
   })
 
+  it("a call id the provider repeats in one request is heard once: the first call stands", () => {
+    const { assembly, out } = run([
+      { _tag: "ToolCallStart", id: "c", name: "Bash" },
+      { _tag: "ToolCallEnd", id: "c", name: "Bash", arguments: "{\"command\":\"ls\"}" },
+      { _tag: "ToolCallStart", id: "c", name: "Bash" },
+      { _tag: "ToolCallDelta", id: "c", argumentsDelta: "{\"command\":" },
+      { _tag: "ToolCallEnd", id: "c", name: "Bash", arguments: "{\"command\":\"rm -rf /\"}" },
+      { _tag: "Finish", reason: "tool_calls" }
+    ])
+    assert.deepStrictEqual(out.map((e) => e.type), ["tool_call_delta", "tool_call"])
+    assert.deepStrictEqual(assembly.messages.map((m) => m.type === "tool_call" && m.arguments), ["{\"command\":\"ls\"}"])
+  })
+
   it("bad JSON arguments and unknown tool names pass through raw", () => {
     const { out } = run([
       { _tag: "ToolCallEnd", id: "d", name: "NoSuchTool", arguments: "{not json" },

@@ -19,7 +19,7 @@ const first = request({ history: [user("read a.txt", "otid-1")], tools })
 /** Same model-visible content as `first`, different bookkeeping: must hash alike. */
 const firstAgain: ProviderRequest = request({ history: [{ ...user("read a.txt", "otid-99"), seq: 7 }], tools })
 const second = request({
-  history: [user("read a.txt"), call("c1", "Read", "{\"path\":\"a.txt\"}"), { ...result("c1", "AAA"), duration_ms: 12, exit_code: 0 }],
+  history: [user("read a.txt"), call("c1", "Read", "{\"path\":\"a.txt\"}"), { ...result("c1", "AAA"), duration_ms: 12, exit_code: 0, files: { "a.txt": { sha256: "0f" } } }],
   tools
 })
 

@@ -1,7 +1,11 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit, Fiber, Scope } from "effect"
+import * as Crypto from "node:crypto"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
+import { Otid } from "../../src/domain/Ids.js"
+import { toToolReturn } from "../../src/domain/Tools.js"
+import { makeFileView } from "../../src/services/ToolExecutor.js"
 import { MAX_IMAGE_BYTES } from "../../src/services/tools/Read.js"
 import { toolCall } from "../support/Calls.js"
 import { workspaceHarness } from "../support/Workspace.js"
@@ -97,7 +101,7 @@ describe("Write", () => {
       Fs.chmodSync(Path.join(workspace, "script.sh"), 0o755)
       const blind = yield* run("Write", { file_path: "script.sh", content: "echo new\n" })
       assert.strictEqual(blind.status, "error")
-      assert.include(blind.output, "has not been read in this workspace yet; Read it first")
+      assert.include(blind.output, "has not been read in this conversation yet; Read it first")
       assert.strictEqual(read("script.sh"), "echo old\n")
       yield* run("Read", { file_path: "script.sh" })
       assert.strictEqual((yield* run("Write", { file_path: "script.sh", content: "echo new\n" })).status, "success")
@@ -161,7 +165,7 @@ describe("Edit", () => {
       const { read, run, write } = yield* workspaceHarness()
       write("a.txt", "v1\n")
       const unseen = yield* run("Edit", { file_path: "a.txt", old_string: "v1", new_string: "v2" })
-      assert.include(unseen.output, "has not been read in this workspace yet; Read it first")
+      assert.include(unseen.output, "has not been read in this conversation yet; Read it first")
       yield* run("Read", { file_path: "a.txt" })
       write("a.txt", "v1 changed by the user\n")
       const stale = yield* run("Edit", { file_path: "a.txt", old_string: "v1", new_string: "v2" })
@@ -170,6 +174,29 @@ describe("Edit", () => {
       assert.strictEqual(read("a.txt"), "v1 changed by the user\n")
       yield* run("Read", { file_path: "a.txt" })
       assert.strictEqual((yield* run("Edit", { file_path: "a.txt", old_string: "v1", new_string: "v2" })).status, "success")
+    }))
+
+  it.scoped("what a call showed of a file rides on its result, and each conversation's view is its own", () =>
+    Effect.gen(function*() {
+      const { run, write } = yield* workspaceHarness()
+      write("a.txt", "one\ntwo\nthree\n")
+      const sha = (text: string) => Crypto.createHash("sha256").update(text).digest("hex")
+      const mine = makeFileView()
+      const theirs = makeFileView()
+      const partial = yield* run("Read", { file_path: "a.txt", offset: 2, limit: 1 }, { files: mine })
+      assert.deepStrictEqual(partial.files, { "a.txt": { sha256: sha("one\ntwo\nthree\n"), lines: { from: 2, to: 2 } } })
+      assert.notProperty(partial, "lines")
+      // The other conversation never read it: refused there, while this one may edit.
+      const blind = yield* run("Edit", { file_path: "a.txt", old_string: "two", new_string: "2" }, { files: theirs })
+      assert.include(blind.output, "has not been read in this conversation yet")
+      const edited = yield* run("Edit", { file_path: "a.txt", old_string: "two", new_string: "2" }, { files: mine })
+      assert.strictEqual(edited.status, "success")
+      assert.deepStrictEqual(edited.files, { "a.txt": { sha256: sha("one\n2\nthree\n") } })
+      // A view rebuilt from those results alone (a new process) allows the next Edit.
+      const rebuilt = makeFileView()
+      rebuilt.observe([toToolReturn(partial, Otid.make("o1")), toToolReturn(edited, Otid.make("o2"))])
+      assert.strictEqual((yield* run("Edit", { file_path: "a.txt", old_string: "three", new_string: "3" }, { files: rebuilt })).status, "success")
+      assert.isUndefined(blind.files)
     }))
 
   it.scoped("a missing file: error, unless old_string is empty (then Edit creates it)", () =>

@@ -15,6 +15,7 @@ import { describeSandbox, sandboxOff } from "../../domain/Sandbox.js"
 import { sandboxedRules, SANDBOX_NOTE } from "./Sandboxing.js"
 import type { Approver } from "../session/ApprovalGate.js"
 import { type AppEnv, conversationSettings, maxTurns } from "./Env.js"
+import { instructionsNote } from "./ProjectInstructions.js"
 import { allowAll, NOT_A_TTY_NOTE } from "./approvers/Terminal.js"
 import { makeChatApproval } from "./approvers/Chat.js"
 import { selectConversation } from "./SelectConversation.js"
@@ -104,6 +105,8 @@ export const chat: (io: Io, env: AppEnv, model: string, credentials?: Credential
     style.dim(`${selected.id !== undefined ? "continuing" : "new"} conversation ${session.conversationId}`),
     // No sandbox where one was asked for (or would be the default) is said in yellow, once.
     sandbox.unavailable !== undefined ? style.yellow(describeSandbox(sandbox)) : style.dim(describeSandbox(sandbox)),
+    // A continued conversation keeps the instructions it was created with.
+    ...(selected.id === undefined ? [instructionsNote(env.instructions, env.workspace)].flatMap((n) => (n === undefined ? [] : [style.dim(n)])) : []),
     ...(mode === "ask" && !interactive ? [style.yellow(NOT_A_TTY_NOTE)] : []),
     ...(interactive ? [style.dim("Enter sends · typing during a task steers it · Ctrl-C interrupts a task · /help · /exit")] : [])
   ].join("\n"))

@@ -156,6 +156,7 @@ export const web = Effect.fn("Commands.web")(function*(args: CommonArgs, options
   const layer = Layers.web(env, model.layer, {
     rules: env.settings.rules,
     settings: conversationSettings(env),
+    instructions: env.instructions.map((f) => f.path),
     maxTurns: maxTurns(env),
     credentials: yield* credentialsLabel(env),
     // An apiKeyHelper's new key opens the page's auth lock by itself; a fixed variable needs a restart.

@@ -29,6 +29,8 @@ export interface CommonArgs {
   readonly server: string | undefined
   /** `--sandbox` / BATON_SANDBOX: overrides the settings' `sandbox.mode`. */
   readonly sandbox: SandboxMode | undefined
+  /** Whether a new conversation's system prompt gets the AGENTS.md / CLAUDE.md files (`--no-project-instructions` turns it off). */
+  readonly projectInstructions: boolean
 }
 
 export const noCommonArgs: CommonArgs = {
@@ -43,5 +45,6 @@ export const noCommonArgs: CommonArgs = {
   home: undefined,
   database: undefined,
   server: undefined,
-  sandbox: undefined
+  sandbox: undefined,
+  projectInstructions: false
 }

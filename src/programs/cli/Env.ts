@@ -12,6 +12,8 @@ import { isPostgresUrl, redactUrl } from "../../services/store/pg/Url.js"
 import { resolveWorkspace } from "../../services/tools/Workspace.js"
 import type { CommonArgs } from "./CommonArgs.js"
 import { type LoadedSettings, loadSettings } from "./LoadSettings.js"
+import { DEFAULT_SYSTEM_PROMPT } from "../session/Session.js"
+import { findInstructions, type InstructionFile, withInstructions } from "./ProjectInstructions.js"
 
 /** Where a command runs: the resolved home and workspace, the settings files in force, its options. */
 export interface AppEnv {
@@ -20,6 +22,8 @@ export interface AppEnv {
   readonly workspace: string
   readonly settings: LoadedSettings
   readonly args: CommonArgs
+  /** The project instruction files a new conversation's system prompt gets (none when turned off). */
+  readonly instructions: ReadonlyArray<InstructionFile>
 }
 
 export const defaultHome = (): string => Path.join(Os.homedir(), ".baton")
@@ -37,7 +41,10 @@ export const resolveEnv = (args: CommonArgs, cwd: string): Effect.Effect<AppEnv,
     // Real (symlinks resolved), as the ToolExecutor and conversations record it.
     const workspace = yield* resolveWorkspace(args.workspace ?? cwd)
     const settings = yield* loadSettings(home, workspace)
-    return { home, workspace, settings, args }
+    const instructions = args.projectInstructions && settings.file.projectInstructions !== false
+      ? yield* findInstructions(home, workspace)
+      : []
+    return { home, workspace, settings, args, instructions }
   })
 
 /** For commands that only read conversations: the home, and nothing from the workspace. */
@@ -45,7 +52,8 @@ export const storeEnv = (args: CommonArgs, cwd: string): AppEnv => ({
   home: Path.resolve(args.home ?? defaultHome()),
   workspace: cwd,
   settings: noSettings,
-  args
+  args,
+  instructions: []
 })
 
 /** A home and a workspace made for the occasion (the demo's), with no settings files and no options. */
@@ -53,7 +61,8 @@ export const freshEnv = (dirs: { readonly home: string; readonly workspace: stri
   home: dirs.home,
   workspace: dirs.workspace,
   settings: noSettings,
-  args
+  args,
+  instructions: []
 })
 
 const PROVIDER_HELP = [
@@ -120,7 +129,11 @@ export const serverToken: Effect.Effect<Redacted.Redacted<string> | undefined, C
 
 /** What a new conversation starts with, from the settings files. */
 export const conversationSettings = (env: AppEnv): Omit<ConversationSettingsInput, "tools" | "workspace"> => ({
-  ...(env.settings.file.systemPrompt !== undefined ? { system_prompt: env.settings.file.systemPrompt } : {}),
+  ...(env.instructions.length > 0
+    ? { system_prompt: withInstructions(env.settings.file.systemPrompt ?? DEFAULT_SYSTEM_PROMPT, env.instructions) }
+    : env.settings.file.systemPrompt !== undefined
+    ? { system_prompt: env.settings.file.systemPrompt }
+    : {}),
   ...(env.settings.file.compaction !== undefined ? { compaction: env.settings.file.compaction } : {})
 })
 

@@ -37,6 +37,7 @@ ${b("Options")} ${d("(run, chat, replay)")}
   --image FILE          attach an image to run's prompt (repeatable; @file.png in chat)
   --max-turns N         stop a task after N model turns
   --sandbox MODE        where Bash runs: workspace-write | read-only | off     ${d("BATON_SANDBOX (default workspace-write where bwrap runs)")}
+  --no-project-instructions  a new conversation without the AGENTS.md / CLAUDE.md files ${d("(settings: projectInstructions)")}
   --home DIR            conversations and settings.json                      ${d("BATON_HOME, default ~/.baton")}
   --server URL          use a \`baton serve\` backend instead of the local one   ${d("BATON_TOKEN for its token")}
 

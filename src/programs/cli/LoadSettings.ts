@@ -7,7 +7,8 @@ import * as Path from "node:path"
 import { ConfigError } from "../../domain/Errors.js"
 import { McpFile, type McpServerEntry } from "../../domain/McpConfig.js"
 import { sanitizeName, serverNameProblem } from "../../domain/McpNames.js"
-import { emptyRules, type PermissionRules, SettingsFile } from "../../domain/Settings.js"
+import type { SourcedRules } from "../../domain/Permissions.js"
+import { emptyRules, SettingsFile } from "../../domain/Settings.js"
 
 /** One MCP server entry as configured, and the file it came from. */
 export interface ConfiguredMcpServer {
@@ -25,9 +26,9 @@ export interface LoadedSettings {
   readonly file: Omit<SettingsFile, "mcpServers">
   /**
    * Rule lists are concatenated, not replaced: a workspace file can add rules but never drop a deny
-   * rule of the user's own file.
+   * rule of the user's own file. Each rule names the file it came from (the first that has it).
    */
-  readonly rules: PermissionRules
+  readonly rules: SourcedRules
   /** The files that exist and were read, in merge order. */
   readonly sources: ReadonlyArray<string>
   /** By name: a later file's entry replaces an earlier one's. */
@@ -162,6 +163,18 @@ const mergeServers = (found: ReadonlyArray<{ readonly path: string; readonly fil
   }))
 }
 
+/** Where each rule is written: a workspace file relative to the workspace, any other by its full path. */
+const ruleSources = (found: ReadonlyArray<{ readonly path: string; readonly file: SettingsFile }>, workspace: string): Record<string, string> => {
+  const sources: Record<string, string> = {}
+  for (const { file, path } of found) {
+    const relative = Path.relative(workspace, path)
+    const shown = relative.startsWith("..") || Path.isAbsolute(relative) ? path : relative
+    const p = file.permissions
+    for (const text of [...(p?.allow ?? []), ...(p?.ask ?? []), ...(p?.deny ?? [])]) sources[text.trim()] ??= shown
+  }
+  return sources
+}
+
 /** Reads and merges the settings files; an invalid one is a ConfigError naming the file and the field. */
 export const loadSettings = (home: string, workspace: string): Effect.Effect<LoadedSettings, ConfigError> =>
   Effect.gen(function*() {
@@ -171,5 +184,11 @@ export const loadSettings = (home: string, workspace: string): Effect.Effect<Loa
       if (file !== undefined) found.push({ path, file })
     }
     if (found.length === 0) return { file: {}, rules: emptyRules, sources: [], mcpServers: [] }
-    return { ...mergeSettings(found.map((f) => f.file)), sources: found.map((f) => f.path), mcpServers: yield* mergeServers(found) }
+    const merged = mergeSettings(found.map((f) => f.file))
+    return {
+      ...merged,
+      rules: { ...merged.rules, sources: ruleSources(found, workspace) },
+      sources: found.map((f) => f.path),
+      mcpServers: yield* mergeServers(found)
+    }
   })

@@ -12,6 +12,7 @@ import { describeSandbox, sandboxInfo, sandboxOff } from "../../domain/Sandbox.j
 import { open } from "../session/Session.js"
 import { commandApprover } from "./approvers/Terminal.js"
 import { type AppEnv, conversationSettings, maxTurns } from "./Env.js"
+import { instructionsNote } from "./ProjectInstructions.js"
 import { CommandExit, ExitCode, exitCodeFor, type Outcome, stepOutcome } from "./ExitCode.js"
 import type { Io } from "./Io.js"
 import { reportMcp, toolNote } from "./McpReport.js"
@@ -58,6 +59,10 @@ export const runTask: (io: Io, request: TaskRequest) => Effect.Effect<
   yield* reportMcp(mcp, (text) => Effect.sync(() => io.err(`${style.yellow(`baton: ${text}`)}\n`)))
   const selected = yield* selectConversation(env)
   if (selected.note !== undefined) notes(selected.note)
+  const instructions = selected.id === undefined && request.settings?.system_prompt === undefined
+    ? instructionsNote(env.instructions, env.workspace)
+    : undefined
+  if (instructions !== undefined) notes(instructions)
   const approval = commandApprover(env.args.approve, io, env.workspace, style, (name) => Effect.map(mcp.servers, (servers) => toolNote(servers, name)))
   if (approval.note !== undefined && !request.json) io.err(`${style.yellow(approval.note)}\n`)
   const session = yield* open({

@@ -1,16 +1,18 @@
 import { Effect, Either, Option, Ref, type Stream } from "effect"
 import { type BackendError, StreamBroken } from "../../domain/Errors.js"
 import type { ApprovalDecision, Chunk, StopReasonValue } from "../../domain/Events.js"
-import type { RunId } from "../../domain/Ids.js"
+import type { ConversationId, RunId } from "../../domain/Ids.js"
 import type { ToolReturn } from "../../domain/Messages.js"
 import { turnBudgets } from "../../domain/Recovery.js"
 import { retry } from "../../domain/RecoverySchedule.js"
+import type { Backend } from "../../services/Backend.js"
+import type { FileView } from "../../services/ToolExecutor.js"
 import type { TaskDeps } from "./Task.js"
 import { withToolBatch } from "./ToolBatch.js"
 
 /**
- * Picking up where something stopped: calls a dead process left pending, and a run whose stream
- * broke off before its stop_reason.
+ * Picking up where something stopped: calls a dead process left pending, a run whose stream broke
+ * off before its stop_reason, and what the conversation's model saw of files.
  */
 
 /**
@@ -69,3 +71,22 @@ export const followRun = Effect.fn("Resume.followRun")(function*(
   })
   return yield* outcome
 })
+
+const HISTORY_PAGE = 1000
+
+/**
+ * Brings the view of the files the conversation's model saw up to its history: every item after
+ * the last one read (all of them, the first time). Another process may have continued the
+ * conversation since (a crash, `run --continue`, another client of the server). A failure leaves
+ * the view as it is: an Edit then at worst asks the model to Read the file again.
+ */
+export const syncFileView = (backend: Backend["Type"], id: ConversationId, view: FileView, readTo: Ref.Ref<number>) =>
+  Effect.gen(function*() {
+    for (;;) {
+      const page = yield* backend.history(id, { after: yield* Ref.get(readTo), limit: HISTORY_PAGE })
+      view.observe(page.map((stored) => stored.item))
+      const last = page[page.length - 1]
+      if (last !== undefined) yield* Ref.set(readTo, last.position)
+      if (page.length < HISTORY_PAGE) return
+    }
+  }).pipe(Effect.catchAll((error) => Effect.logWarning(`could not read what ${id} saw of files: ${error.message}`)))

@@ -6,16 +6,17 @@ import { InvalidInput } from "../../domain/Errors.js"
 import type { ApprovalDecision, TaskEvent } from "../../domain/Events.js"
 import { type ConversationId, Otid } from "../../domain/Ids.js"
 import type { ImagePart, ToolCall, ToolReturn, UserMessage } from "../../domain/Messages.js"
-import { parseRules } from "../../domain/Permissions.js"
+import { parseRules, type SourcedRules } from "../../domain/Permissions.js"
 import type { ThinkingLevel } from "../../domain/ProviderEvent.js"
 import { skippableWait } from "../../domain/RecoverySchedule.js"
-import { DEFAULT_MAX_TURNS, emptyRules, type PermissionRules } from "../../domain/Settings.js"
+import { DEFAULT_MAX_TURNS, emptyRules } from "../../domain/Settings.js"
 import type { Compactability } from "../../domain/Compaction.js"
 import { Backend } from "../../services/Backend.js"
 import { type Agents, subagentTypes } from "../../domain/Subagents.js"
-import { ToolExecutor } from "../../services/ToolExecutor.js"
+import { makeFileView, ToolExecutor } from "../../services/ToolExecutor.js"
 import { type Approver, type Gate, makeGate } from "./ApprovalGate.js"
 import { interruptTask } from "./Interrupt.js"
+import { syncFileView } from "./Resume.js"
 import { offeringTask, runningTasks } from "./Subagent.js"
 import { runTask, type TaskDeps } from "./Task.js"
 import * as TaskProgress from "./TaskProgress.js"
@@ -38,7 +39,7 @@ export type SessionError = BackendError
 
 export interface SessionConfig {
   readonly conversationId?: ConversationId
-  readonly rules?: PermissionRules
+  readonly rules?: SourcedRules
   readonly approver?: Approver
   /** Settings for a conversation this session creates (tools come from the workspace's executor). */
   readonly settings?: Omit<ConversationSettingsInput, "tools" | "workspace">
@@ -142,6 +143,10 @@ export const open = Effect.fn("Session.open")(function*(config: SessionConfig = 
     )
   const syncTools = yield* toolSync(backend, executor, conversation)
   yield* syncTools
+  // What this conversation's model saw of files: rebuilt from its history at each task's start, kept
+  // up by the task's own events and by the tools as they run.
+  const filesSeen = makeFileView()
+  const filesReadTo = yield* Ref.make(0)
   const gate = config.parent?.gate ?? (yield* makeGate(rules, workspace, workspaceExecutor.sandbox))
   // One approval at a time for this session and its subagents: one person answers them all.
   const approvals = yield* Effect.makeSemaphore(1)
@@ -180,7 +185,8 @@ export const open = Effect.fn("Session.open")(function*(config: SessionConfig = 
           })))
         const approver = oneAtATime(options?.approver ?? config.approver)
         const maxTurns = options?.maxTurns ?? DEFAULT_MAX_TURNS
-        const emit = (events: ReadonlyArray<TaskEvent>) => Effect.asVoid(out.offerAll(events))
+        const emit = (events: ReadonlyArray<TaskEvent>) =>
+          Effect.zipRight(Effect.sync(() => filesSeen.observe(events)), Effect.asVoid(out.offerAll(events)))
         const deps: TaskDeps = {
           backend: sendingCurrentTools(backend, syncTools),
           executor: !delegates ? executor : runningTasks(executor, {
@@ -205,7 +211,7 @@ export const open = Effect.fn("Session.open")(function*(config: SessionConfig = 
           approver,
           maxTurns,
           thinking: options?.thinking,
-          executeOptions: { allowedRoots },
+          executeOptions: { allowedRoots, files: filesSeen },
           emit,
           commit: (result, decision) => commitResult(backend, conversation.id, result, decision),
           otid: newOtid,
@@ -220,6 +226,7 @@ export const open = Effect.fn("Session.open")(function*(config: SessionConfig = 
           }))
         }
         const task = deps.emit(messages).pipe(
+          Effect.zipRight(syncFileView(backend, conversation.id, filesSeen, filesReadTo)),
           Effect.zipRight(runTask(deps, messages, rerun ? yield* newOtid : undefined)),
           Effect.onInterrupt(() =>
             interruptTask(deps, (carryOver) =>

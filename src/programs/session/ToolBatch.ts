@@ -1,11 +1,11 @@
 import { Clock, Deferred, Effect, ExecutionStrategy, FiberSet, Option, Queue, Ref, Scope } from "effect"
 import type { ApprovalDecision, TaskEvent } from "../../domain/Events.js"
 import { type Otid, type ToolCallId } from "../../domain/Ids.js"
-import { DENIED_TEXT, type ToolCall, type ToolReturn } from "../../domain/Messages.js"
+import type { ToolCall, ToolReturn } from "../../domain/Messages.js"
 import { toolSpan } from "../../domain/Telemetry.js"
 import { toToolReturn } from "../../domain/Tools.js"
 import { awaitResult, type ExecuteOptions, type ToolExecutor } from "../../services/ToolExecutor.js"
-import type { Approver, Gate } from "./ApprovalGate.js"
+import { type Approver, deniedText, type Gate } from "./ApprovalGate.js"
 
 /**
  * The tool calls of one model turn, handled eagerly: each is approved the moment it arrives
@@ -80,7 +80,7 @@ export const makeToolBatch = Effect.fn("ToolBatch.make")(function*(deps: BatchDe
       yield* deps.emit([decision])
       const otid = yield* deps.otid
       if (decision.decision === "deny") {
-        const denied: ToolReturn = { type: "tool_return", tool_call_id: slot.call.tool_call_id, status: "denied", content: DENIED_TEXT, otid }
+        const denied: ToolReturn = { type: "tool_return", tool_call_id: slot.call.tool_call_id, status: "denied", content: deniedText(decision), otid }
         yield* finish(slot, denied)
         yield* traced.end(denied)
         // In its own fiber, so the next call's approval does not wait for the round trip.

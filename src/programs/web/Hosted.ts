@@ -5,14 +5,14 @@ import { encodeEventJson } from "../../domain/EventJson.js"
 import type { ApprovalRequest, Decision, TaskEvent } from "../../domain/Events.js"
 import type { StoredItem } from "../../domain/History.js"
 import type { ConversationId } from "../../domain/Ids.js"
-import type { PermissionRules } from "../../domain/Settings.js"
+import type { SourcedRules } from "../../domain/Permissions.js"
 import type { Backend } from "../../services/Backend.js"
 import type { Approver } from "../session/ApprovalGate.js"
 import type { Session } from "../session/Session.js"
 import * as TaskLog from "./TaskLog.js"
 
 export interface HostOptions {
-  readonly rules: PermissionRules
+  readonly rules: SourcedRules
   /** Settings of a conversation the page creates. */
   readonly settings: Omit<ConversationSettingsInput, "tools" | "workspace">
   readonly maxTurns?: number | undefined
@@ -20,6 +20,8 @@ export interface HostOptions {
   readonly credentials: string
   /** Emits when the credentials may have changed (re-read): every auth lock opens. */
   readonly credentialsChanged?: Stream.Stream<void>
+  /** The project instruction files a conversation the page creates gets in its system prompt (paths). */
+  readonly instructions?: ReadonlyArray<string>
 }
 
 /** Why the page's Message box is locked: the model refused these credentials. */

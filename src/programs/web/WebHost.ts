@@ -20,6 +20,8 @@ export interface WebHost {
   readonly workspace: string
   /** Where Bash commands run (the page shows it in its header); absent: no sandbox configured. */
   readonly sandbox?: SandboxInfo
+  /** The project instruction files (paths) a conversation created here gets, for the page's header. */
+  readonly instructions: ReadonlyArray<string>
   /** This process's mark on log ids: an id from another process (a restarted host) is not resumed. */
   readonly epoch: string
   readonly list: Effect.Effect<ReadonlyArray<Conversation>, BackendError>
@@ -70,6 +72,7 @@ export const make = Effect.fn("WebHost.make")(function*(options: HostOptions) {
   const webHost: WebHost = {
     workspace: executor.workspace,
     ...(executor.sandbox !== undefined ? { sandbox: sandboxInfo(executor.sandbox) } : {}),
+    instructions: options.instructions ?? [],
     epoch,
     list: Effect.map(backend.listConversations({ limit: 100 }), (page) =>
       page.items.filter((c) => c.settings.workspace === undefined || c.settings.workspace === executor.workspace)),

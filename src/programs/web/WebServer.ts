@@ -136,7 +136,7 @@ const routes = (web: WebHost, page: { readonly html: string; readonly script: st
     HttpRouter.get("/", Effect.succeed(HttpServerResponse.html(page.html).pipe(HttpServerResponse.setHeaders(PAGE_HEADERS)))),
     HttpRouter.get("/favicon.ico", Effect.succeed(HttpServerResponse.empty({ status: 204 }))),
     HttpRouter.get("/app.js", Effect.succeed(HttpServerResponse.text(page.script, { contentType: "text/javascript; charset=utf-8" }))),
-    HttpRouter.get("/api/conversations", Effect.map(web.list, (conversations) => ok({ workspace: web.workspace, ...(web.sandbox !== undefined ? { sandbox: web.sandbox } : {}), conversations: conversations.map(summary) }))),
+    HttpRouter.get("/api/conversations", Effect.map(web.list, (conversations) => ok({ workspace: web.workspace, instructions: web.instructions, ...(web.sandbox !== undefined ? { sandbox: web.sandbox } : {}), conversations: conversations.map(summary) }))),
     HttpRouter.post("/api/conversations", Effect.map(web.create, (conversation) => ok({ conversation: summary(conversation) }))),
     HttpRouter.get("/api/conversations/:id", Effect.flatMap(hostedOf(web), (h) => Effect.map(h.snapshot, ok))),
     HttpRouter.get("/api/conversations/:id/backfill", Effect.flatMap(hostedOf(web), (h) => Effect.map(h.backfill, (items) => ok({ items })))),

@@ -9,11 +9,11 @@ import { Provider } from "../Provider.js"
 /**
  * Record / replay of Provider calls in a JSONL cassette, one line per call:
  * `{"hash","description","request","events":[…],"error"?}`. The hash covers only what the model sees,
- * so bookkeeping fields (otid, run ids, seq, durations, exit codes) never cause a miss. Identical
+ * so bookkeeping fields (otid, run ids, seq, durations, exit codes, what a result saw of files) never cause a miss. Identical
  * requests are served in recorded order; a call with no recording left fails with ProviderReplayMiss.
  */
 
-const BOOKKEEPING = new Set(["otid", "run_id", "seq", "duration_ms", "exit_code"])
+const BOOKKEEPING = new Set(["otid", "run_id", "seq", "duration_ms", "exit_code", "files"])
 
 /** The request as the model sees it: no bookkeeping fields, no absent optionals. */
 export const normalizeRequest = (request: ProviderRequest): unknown => ({

@@ -6,7 +6,7 @@ import { type Confinement, confinePath, ResourceKey, resourceKey } from "../../d
 import type { ToolResult } from "../../domain/Tools.js"
 import { realpathLongestPrefix, resolveWorkspace } from "./Workspace.js"
 import { builtinTools } from "./Builtin.js"
-import { makeFileState } from "./FileState.js"
+import { makeCallFiles } from "./FileState.js"
 import { makeProcessRegistry, noProcessTracking, reapOrphans } from "../ProcessRegistry.js"
 import {
   defaultToolLimits,
@@ -18,7 +18,7 @@ import {
   truncateHead
 } from "./Tool.js"
 import { McpClients } from "../McpClients.js"
-import { type ExecuteOptions, ToolExecutor } from "../ToolExecutor.js"
+import { type ExecuteOptions, type FileView, makeFileView, ToolExecutor } from "../ToolExecutor.js"
 import { type Catalog, mcpCatalog, staticCatalog } from "./McpTools.js"
 import { unsafeMakeWorkspaceLocks } from "./WorkspaceLocks.js"
 import { makeSandbox, type SandboxConfig } from "../Sandbox.js"
@@ -65,7 +65,7 @@ const parseArguments = (raw: string): Either.Either<unknown, string> => {
   }
 }
 
-const resultOf = (call: ToolCall, output: ToolOutput, durationMs: number): ToolResult => ({
+const resultOf = (call: ToolCall, output: ToolOutput, durationMs: number, files?: ToolResult["files"]): ToolResult => ({
   tool_call_id: call.tool_call_id,
   status: output.isError === true ? "error" : "success",
   output: output.output,
@@ -73,6 +73,7 @@ const resultOf = (call: ToolCall, output: ToolOutput, durationMs: number): ToolR
   ...(output.stdout !== undefined ? { stdout: output.stdout } : {}),
   ...(output.stderr !== undefined ? { stderr: output.stderr } : {}),
   ...(output.images !== undefined && output.images.length > 0 ? { images: output.images } : {}),
+  ...(files !== undefined ? { files } : {}),
   duration_ms: durationMs
 })
 
@@ -88,7 +89,8 @@ export const makeToolExecutor = (options: ToolExecutorOptions) =>
     const workspace = yield* resolveWorkspace(options.workspace)
     const limits: ToolLimits = { ...defaultToolLimits, ...options.limits }
     const locks = unsafeMakeWorkspaceLocks()
-    const files = makeFileState()
+    // For callers that drive no conversation (the session passes its conversation's own view).
+    const ownView = makeFileView()
     const processes = options.processRegistryDir === undefined
       ? noProcessTracking
       : yield* startRegistry(options.processRegistryDir, limits)
@@ -117,7 +119,13 @@ export const makeToolExecutor = (options: ToolExecutorOptions) =>
         return { tool, prepared, key }
       })
 
-    const contextFor = (call: ToolCall, tool: Tool, confinement: Confinement): ToolContext => ({
+    const displayPath = (absolute: string) => {
+      const relative = Path.relative(workspace, absolute)
+      if (relative === "") return "."
+      return relative.startsWith("..") || Path.isAbsolute(relative) ? absolute : relative
+    }
+
+    const contextFor = (call: ToolCall, tool: Tool, confinement: Confinement, files: ToolContext["files"]): ToolContext => ({
       callId: call.tool_call_id,
       workspace,
       resolvePath: (raw) =>
@@ -126,11 +134,7 @@ export const makeToolExecutor = (options: ToolExecutorOptions) =>
           onRight: Effect.succeed
         }),
       isAllowed: (real) => Either.isRight(confinePath(real, { ...confinement, realpath: (p) => p })),
-      displayPath: (absolute) => {
-        const relative = Path.relative(workspace, absolute)
-        if (relative === "") return "."
-        return relative.startsWith("..") || Path.isAbsolute(relative) ? absolute : relative
-      },
+      displayPath,
       files,
       processes,
       limits,
@@ -138,10 +142,11 @@ export const makeToolExecutor = (options: ToolExecutorOptions) =>
       roots: confinement.allowedRoots ?? []
     })
 
-    const runPlanned = (call: ToolCall, planned: Planned, confinement: Confinement) =>
+    const runPlanned = (call: ToolCall, planned: Planned, confinement: Confinement, view: FileView) =>
       Effect.gen(function*() {
         const began = yield* Clock.currentTimeMillis
-        const output = yield* planned.prepared.run(contextFor(call, planned.tool, confinement)).pipe(
+        const files = makeCallFiles(view, displayPath)
+        const output = yield* planned.prepared.run(contextFor(call, planned.tool, confinement, files.files)).pipe(
           Effect.catchTag("ToolError", (e) => Effect.succeed<ToolOutput>({ output: e.message, isError: true })),
           // A bug in one tool becomes that call's error result instead of taking the session down.
           Effect.catchAllDefect((defect) =>
@@ -150,7 +155,8 @@ export const makeToolExecutor = (options: ToolExecutorOptions) =>
         )
         const ended = yield* Clock.currentTimeMillis
         const shown = { ...output, output: truncateHead(output.output, limits.outputChars, planned.tool.truncationHint) }
-        return resultOf(call, shown, ended - began)
+        // A failed call changed nothing the model can rely on (Read, Edit and Write record only on success).
+        return resultOf(call, shown, ended - began, shown.isError === true ? undefined : files.shown())
       })
 
     const start = Effect.fn("ToolExecutor.start")(
@@ -165,7 +171,7 @@ export const makeToolExecutor = (options: ToolExecutorOptions) =>
             return Effect.forkIn(Effect.succeed(resultOf(call, { output: planned.left, isError: true }, 0)), scope)
           }
           const ticket = locks.unsafeEnqueue(planned.right.key)
-          const body = Effect.interruptible(Effect.zipRight(ticket.granted, runPlanned(call, planned.right, confinement)))
+          const body = Effect.interruptible(Effect.zipRight(ticket.granted, runPlanned(call, planned.right, confinement, execution?.files ?? ownView)))
           return Effect.forkIn(Effect.ensuring(body, ticket.release), scope)
         }))
       }

@@ -53,8 +53,11 @@ export const splitLines = (text: string): Array<string> => {
 export const numberedLine = (n: number, line: string) =>
   `${String(n).padStart(6)}\t${line.length > MAX_LINE_CHARS ? `${line.slice(0, MAX_LINE_CHARS)}… [line truncated]` : line}`
 
-/** `cat -n` style lines from `offset`, cut at the line limit or the output budget, whichever comes first. */
-export const renderLines = (lines: ReadonlyArray<string>, offset: number, limit: number, budget: number): string => {
+/**
+ * `cat -n` style lines from `offset`, cut at the line limit or the output budget, whichever comes
+ * first; `to` is the last line shown.
+ */
+export const renderLineRange = (lines: ReadonlyArray<string>, offset: number, limit: number, budget: number): { readonly text: string; readonly to: number } => {
   const out: Array<string> = []
   let used = 0
   let next = offset
@@ -69,7 +72,7 @@ export const renderLines = (lines: ReadonlyArray<string>, offset: number, limit:
   if (next <= lines.length) {
     out.push(`[showing lines ${offset}-${next - 1} of ${lines.length}; call Read with offset=${next} to continue]`)
   }
-  return out.join("\n")
+  return { text: out.join("\n"), to: next - 1 }
 }
 
 export const makeReadTool = (limits: ToolLimits) =>
@@ -112,14 +115,16 @@ export const makeReadTool = (limits: ToolLimits) =>
             message: `${display} is a binary file (${bytes.length} bytes); Read only shows text. Use Bash (e.g. \`file\`, \`xxd ${display} | head\`) to inspect it`
           })
         }
-        ctx.files.record(path, bytes)
         const lines = splitLines(bytes.toString("utf8"))
-        if (lines.length === 0) return `(${display} is empty)`
         const offset = args.offset ?? 1
-        if (offset > lines.length) {
-          return `(${display} has ${lines.length} lines; offset ${offset} is past the end)`
+        if (lines.length === 0 || offset > lines.length) {
+          ctx.files.record(path, bytes)
+          return lines.length === 0 ? `(${display} is empty)` : `(${display} has ${lines.length} lines; offset ${offset} is past the end)`
         }
         // Leave room for the continuation note inside the output budget.
-        return renderLines(lines, offset, args.limit ?? limits.readDefaultLines, limits.outputChars - 200)
+        const shown = renderLineRange(lines, offset, args.limit ?? limits.readDefaultLines, limits.outputChars - 200)
+        const whole = offset === 1 && shown.to === lines.length
+        ctx.files.record(path, bytes, whole ? undefined : { from: offset, to: shown.to })
+        return shown.text
       })
   })

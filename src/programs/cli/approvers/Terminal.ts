@@ -18,6 +18,9 @@ import type { Style } from "../view/Style.js"
 /** `--approve allow`: everything the rules do not deny (the rules are applied before any approver). */
 export const allowAll: Approver = () => Effect.succeed("allow")
 
+/** `--approve deny`: the user's own answer, given once for every call (the model hears it was the user). */
+const denyAll: Approver = () => Effect.succeed("deny")
+
 export const NOT_A_TTY_NOTE = "stdin is not a terminal, so no one can be asked: calls that need approval are denied (use --approve allow to allow them)"
 
 /** One question on the terminal (stderr), answered on stdin; asks again until the answer is y, a or n. */
@@ -66,6 +69,8 @@ export const commandApprover = (mode: ApproveMode | undefined, io: Io, workspace
   switch (mode) {
     case "allow":
       return { approver: allowAll }
+    case "deny":
+      return { approver: denyAll }
     case "ask":
       return io.stdinTTY ? { approver: terminalApprover(io, workspace, style, toolNote) } : { approver: undefined, note: NOT_A_TTY_NOTE }
     default:

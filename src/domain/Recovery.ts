@@ -68,6 +68,21 @@ export const turnBudgets: Budgets = {
 export const compactionBudgets: Budgets = { ...turnBudgets, reconnects: DEFAULT_COMPACTION_RECONNECTS }
 
 /**
+ * `budgets` with only its reconnects left: for a call to a server whose own answers (busy, an
+ * approval pending, a store's lost race) are the caller's to act on, while a server that could not
+ * be reached (restarting, draining) is waited for on the usual ladder.
+ */
+export const reconnectsOnly = (budgets: Budgets): Budgets => ({
+  ...budgets,
+  overflowCompactions: 0,
+  busyRetries: 0,
+  emptyRetries: 0,
+  staleApprovalResolutions: 0,
+  storeBusyRetries: 0,
+  invalidSummaryRetries: 0
+})
+
+/**
  * Every failure the policy knows, as tagged errors: renaming one, or adding one to these unions
  * without a category below, is a compile error rather than a silent "terminal".
  */

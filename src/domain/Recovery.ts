@@ -37,6 +37,11 @@ export interface Budgets {
   readonly capMs: number
   /** Compactions triggered by context-overflow errors per run. */
   readonly overflowCompactions: number
+  /**
+   * The refusal of an oversized request (context overflow) after which it is sent without its images:
+   * images the estimate undercounted are a likely cause even when the provider does not say so.
+   */
+  readonly stripImagesAtRefusal: number
   readonly busyRetries: number
   readonly busyBaseMs: number
   readonly emptyRetries: number
@@ -55,6 +60,7 @@ export const turnBudgets: Budgets = {
   baseMs: defaultReconnectSettings.baseMs,
   capMs: defaultReconnectSettings.capMs,
   overflowCompactions: 3,
+  stripImagesAtRefusal: 2,
   busyRetries: 3,
   busyBaseMs: 10_000,
   emptyRetries: 2,
@@ -75,6 +81,7 @@ export const compactionBudgets: Budgets = { ...turnBudgets, reconnects: DEFAULT_
 export const reconnectsOnly = (budgets: Budgets): Budgets => ({
   ...budgets,
   overflowCompactions: 0,
+  stripImagesAtRefusal: 0,
   busyRetries: 0,
   emptyRetries: 0,
   staleApprovalResolutions: 0,
@@ -164,8 +171,13 @@ export const decide = (failure: Failure, attempt: number, budgets: Budgets): Rec
       const delayMs = retryAfterMs !== undefined ? Math.min(retryAfterMs, budgets.capMs) : backoffMs(attempt, budgets)
       return Recovery.Retry({ delayMs, reminder: false })
     }
-    case "overflow":
-      return attempt < budgets.overflowCompactions ? Recovery.CompactThenRetry() : Recovery.Fail({ status: "failed" })
+    case "overflow": {
+      // One refusal (at stripImagesAtRefusal) sends the request without images; every other compacts.
+      const strip = budgets.stripImagesAtRefusal - 1
+      if (attempt === strip) return Recovery.RetryWithoutImages()
+      const compactions = attempt > strip && strip >= 0 ? attempt - 1 : attempt
+      return compactions < budgets.overflowCompactions ? Recovery.CompactThenRetry() : Recovery.Fail({ status: "failed" })
+    }
     case "too_large":
       // Once without images; a request still too large is then a context too large: compact it.
       return attempt === 0

@@ -30,7 +30,9 @@ const table: ReadonlyArray<readonly [string, Failure, (attempt: number) => Recov
   ["auth", new PE.ProviderAuth({ status: 401, message: "x" }), () => Recovery.Fail({ status: "auth" })],
   ["invalid request", new PE.ProviderInvalidRequest({ status: 400, message: "x" }), () => failed],
   ["replay miss", new PE.ProviderReplayMiss({ requestHash: "h", message: "x" }), () => failed],
-  ["context overflow", new PE.ProviderContextOverflow({ message: "x" }), (n) => (n < 3 ? Recovery.CompactThenRetry() : failed)],
+  // Compact; at the second refusal, send it without images; compact twice more; then give up.
+  ["context overflow", new PE.ProviderContextOverflow({ message: "x" }), (n) => (n === 1 ? Recovery.RetryWithoutImages() : n < 4 ? Recovery.CompactThenRetry() : failed)],
+  ["request too large (413)", new PE.ProviderRequestTooLarge({ message: "x" }), (n) => (n === 0 ? Recovery.RetryWithoutImages() : n <= 3 ? Recovery.CompactThenRetry() : failed)],
   ["conversation busy", new Conflict({ conversationId: conv, activity: "run", message: "x" }), (n) => (n < 3 ? Recovery.WaitBusy({ delayMs: 10_000 * 2 ** n }) : failed)],
   ["approval pending", new ApprovalPending({ conversationId: conv, toolCallIds: [ToolCallId.make("t")], message: "x" }), (n) => (n < 1 ? Recovery.ResolveStaleApproval() : failed)],
   ["empty response", new EmptyResponse({ message: "x" }), (n) => (n === 0 ? retry(500) : n === 1 ? retry(1000, true) : failed)],
@@ -71,7 +73,14 @@ describe("Recovery.decide", () => {
       attempts = next.attempts
       seen.push(next.decision)
     }
-    assert.deepStrictEqual(seen, [retry(250), retry(500), Recovery.CompactThenRetry(), retry(1000), Recovery.CompactThenRetry()])
+    assert.deepStrictEqual(seen, [retry(250), retry(500), Recovery.CompactThenRetry(), retry(1000), Recovery.RetryWithoutImages()])
+  })
+
+  it("images are stripped at the refusal the budget names (a policy parameter), and never by a budget without it", () => {
+    const overflow = new PE.ProviderContextOverflow({ message: "x" })
+    const at = (budgets: typeof turnBudgets) => [0, 1, 2, 3, 4].map((n) => decide(overflow, n, budgets)._tag)
+    assert.deepStrictEqual(at({ ...turnBudgets, stripImagesAtRefusal: 1 }), ["RetryWithoutImages", "CompactThenRetry", "CompactThenRetry", "CompactThenRetry", "Fail"])
+    assert.deepStrictEqual(at({ ...turnBudgets, stripImagesAtRefusal: 0 }), ["CompactThenRetry", "CompactThenRetry", "CompactThenRetry", "Fail", "Fail"])
   })
 })
 

@@ -108,6 +108,8 @@ export const chat: (io: Io, env: AppEnv, model: string, credentials?: Credential
     }
   }
   const turns = maxTurns(env)
+  // Lines typed as a task ended, too late to steer it: the next prompt, before anything typed after them.
+  const nextPrompt: Array<string> = []
 
   /** One task; input keeps flowing to steering, the approval question and Ctrl-C meanwhile. */
   const task = (events: Stream.Stream<TaskEvent, SessionError>) =>
@@ -134,10 +136,11 @@ export const chat: (io: Io, env: AppEnv, model: string, credentials?: Credential
             // Enter alone during a wait (a reconnect, a busy conversation) retries now; the count is unchanged.
             if (text === "") return yield* Effect.ignore(session.skipReconnectWait)
             if (text.startsWith("/")) return yield* view.print(style.dim("commands wait until the task ends (Ctrl-C interrupts it)"))
-            const queued = yield* session.steer(text)
-            return yield* view.print(queued
-              ? style.magenta(`↳ steering: ${text} ${style.dim("(sent with the next model request)")}`)
-              : style.dim("the task is ending; send that again as a new prompt"))
+            if (yield* session.steer(text)) {
+              return yield* view.print(style.magenta(`↳ steering: ${text} ${style.dim("(sent with the next model request)")}`))
+            }
+            nextPrompt.push(text)
+            return yield* view.print(style.magenta(`↳ queued as the next prompt: ${text} ${style.dim("(too late to steer: nothing was running that could take it)")}`))
           }
           case "Interrupt":
           case "Escape": {
@@ -249,6 +252,12 @@ export const chat: (io: Io, env: AppEnv, model: string, credentials?: Credential
 
   let armedExit = false
   while (!leaving) {
+    if (nextPrompt.length > 0) {
+      const lines = nextPrompt.splice(0)
+      yield* view.print(`${prompt}${lines.join("\n")}`)
+      leaving = (yield* prompted(lines)) === "exit"
+      continue
+    }
     editor.setPrompt(prompt)
     const event = yield* Queue.take(input)
     if (event._tag === "Eof") break

@@ -31,8 +31,18 @@ export type Recovery = Data.TaggedEnum<{
 export const Recovery = Data.taggedEnum<Recovery>()
 
 export interface Budgets {
-  /** Reconnects per run (5 for model turns, 3 for compaction requests). */
+  /** Reconnects (5 for model turns, 3 for compaction requests), counted as `reconnectReset` says. */
   readonly reconnects: number
+  /**
+   * When the reconnect count starts again: with each user turn (`turn`: the task's runs, approval
+   * continuations included, share one budget; each send says what its task spent) or each run.
+   */
+  readonly reconnectReset: "turn" | "run"
+  /**
+   * A run that gives up on a lost connection after its model issued tool calls: the task runs them and
+   * sends their results with another attempt (true), instead of ending with them as carry-over.
+   */
+  readonly continueWithIssuedCalls: boolean
   readonly baseMs: number
   readonly capMs: number
   /** Compactions triggered by context-overflow errors per run. */
@@ -57,6 +67,8 @@ export interface Budgets {
 
 export const turnBudgets: Budgets = {
   reconnects: defaultReconnectSettings.retries,
+  reconnectReset: "turn",
+  continueWithIssuedCalls: true,
   baseMs: defaultReconnectSettings.baseMs,
   capMs: defaultReconnectSettings.capMs,
   overflowCompactions: 3,
@@ -71,7 +83,7 @@ export const turnBudgets: Budgets = {
   invalidSummaryRetries: 4
 }
 
-export const compactionBudgets: Budgets = { ...turnBudgets, reconnects: DEFAULT_COMPACTION_RECONNECTS }
+export const compactionBudgets: Budgets = { ...turnBudgets, reconnects: DEFAULT_COMPACTION_RECONNECTS, reconnectReset: "run" }
 
 /**
  * `budgets` with only its reconnects left: for a call to a server whose own answers (busy, an
@@ -149,8 +161,26 @@ const categories: { readonly [Tag in Failure["_tag"]]: Category } = {
 }
 
 /** Anything else (a tag from a newer peer, decoded off the wire) is terminal: retrying what we do not understand risks running things twice. */
-export const categoryOf = (failure: Failure): Category =>
-  (categories as Readonly<Record<string, Category | undefined>>)[failure._tag] ?? "terminal"
+export const categoryOf = (failure: Failure): Category => categoryOfTag(failure._tag)
+
+const categoryOfTag = (tag: string): Category => (categories as Readonly<Record<string, Category | undefined>>)[tag] ?? "terminal"
+
+/** Whether a failure, by its tag (a request_end's `error.tag`), spends the reconnect budget. */
+export const spendsReconnect = (tag: string): boolean => categoryOfTag(tag) === "reconnect"
+
+/** The reconnects a task's next run starts with: what its earlier runs spent, unless each run starts again. */
+export const reconnectsCarried = (spent: number, budgets: Budgets): number => (budgets.reconnectReset === "turn" ? spent : 0)
+
+/** The attempts a run starts from, given the reconnects its task spent before it. */
+export const startingAttempts = (reconnectsSpent: number): Attempts => (reconnectsSpent > 0 ? { reconnect: reconnectsSpent } : noAttempts)
+
+/**
+ * After a run gave up (its stop_reason's error tag), having issued `callsIssued` tool calls: the task
+ * goes on — the calls' results, as carry-over, then another attempt — or ends. Only a lost connection
+ * goes on, and only when its model issued calls: they are progress, and their results are owed.
+ */
+export const afterGivingUp = (errorTag: string | undefined, callsIssued: number, budgets: Budgets): "continue" | "end" =>
+  budgets.continueWithIssuedCalls && callsIssued > 0 && errorTag !== undefined && spendsReconnect(errorTag) ? "continue" : "end"
 
 /** min(base · 2^attempt, cap), the reconnect ladder: 250, 500, 1000, 2000, 4000 ms by default. */
 export const backoffMs = (attempt: number, budgets: Budgets): number =>

@@ -3,7 +3,18 @@ import { Effect, Either, Fiber, Option, Ref, TestClock } from "effect"
 import { ConversationId, RunId, ToolCallId } from "../../src/domain/Ids.js"
 import { ApprovalPending, ChunkSeqError, Conflict, EmptyResponse, InvalidInput, InvalidSummary, StoreBusy, StoreError, StreamBroken } from "../../src/domain/Errors.js"
 import * as PE from "../../src/domain/ProviderError.js"
-import { compactionBudgets, decide, type Failure, Recovery, step, turnBudgets } from "../../src/domain/Recovery.js"
+import {
+  afterGivingUp,
+  compactionBudgets,
+  decide,
+  type Failure,
+  reconnectsCarried,
+  Recovery,
+  spendsReconnect,
+  startingAttempts,
+  step,
+  turnBudgets
+} from "../../src/domain/Recovery.js"
 import { policy } from "../../src/domain/RecoverySchedule.js"
 
 const conv = ConversationId.make("c1")
@@ -81,6 +92,37 @@ describe("Recovery.decide", () => {
     const at = (budgets: typeof turnBudgets) => [0, 1, 2, 3, 4].map((n) => decide(overflow, n, budgets)._tag)
     assert.deepStrictEqual(at({ ...turnBudgets, stripImagesAtRefusal: 1 }), ["RetryWithoutImages", "CompactThenRetry", "CompactThenRetry", "CompactThenRetry", "Fail"])
     assert.deepStrictEqual(at({ ...turnBudgets, stripImagesAtRefusal: 0 }), ["CompactThenRetry", "CompactThenRetry", "CompactThenRetry", "Fail", "Fail"])
+  })
+})
+
+describe("one reconnect budget per user turn", () => {
+  it("a task's runs share it: the next run starts from what the earlier ones spent, unless the count starts again with each run", () => {
+    assert.strictEqual(reconnectsCarried(3, turnBudgets), 3)
+    assert.strictEqual(reconnectsCarried(3, { ...turnBudgets, reconnectReset: "run" }), 0)
+    assert.strictEqual(reconnectsCarried(3, compactionBudgets), 0, "a compaction's budget is its own")
+    const timeout = new PE.ProviderTimeout({ phase: "stall", afterMs: 1, message: "t" })
+    const first = step(startingAttempts(3), timeout, turnBudgets)
+    assert.deepStrictEqual(first.decision, retry(2000), "the ladder goes on where the turn left it")
+    assert.deepStrictEqual(step(first.attempts, timeout, turnBudgets).decision, retry(4000))
+    assert.deepStrictEqual(step(startingAttempts(5), timeout, turnBudgets).decision, failed, "nothing left")
+    assert.deepStrictEqual(step(startingAttempts(5), new PE.ProviderContextOverflow({ message: "x" }), turnBudgets).decision, Recovery.CompactThenRetry(), "other budgets untouched")
+  })
+
+  it("only failures of the reconnect category spend it", () => {
+    assert.isTrue(spendsReconnect("ProviderTimeout"))
+    assert.isTrue(spendsReconnect("ProviderServerError"))
+    assert.isFalse(spendsReconnect("ProviderContextOverflow"))
+    assert.isFalse(spendsReconnect("EmptyResponse"))
+    assert.isFalse(spendsReconnect("SomethingNew"))
+  })
+
+  it("a run that gave up on a lost connection after issuing calls goes on with their results; anything else ends the task", () => {
+    assert.strictEqual(afterGivingUp("ProviderConnectionLost", 1, turnBudgets), "continue")
+    assert.strictEqual(afterGivingUp("ProviderConnectionLost", 0, turnBudgets), "end", "no calls: nothing owed, no progress")
+    assert.strictEqual(afterGivingUp("ProviderAuth", 2, turnBudgets), "end")
+    assert.strictEqual(afterGivingUp("ProviderInvalidRequest", 2, turnBudgets), "end")
+    assert.strictEqual(afterGivingUp(undefined, 2, turnBudgets), "end")
+    assert.strictEqual(afterGivingUp("ProviderTimeout", 1, { ...turnBudgets, continueWithIssuedCalls: false }), "end")
   })
 })
 

@@ -152,7 +152,8 @@ export const chat: (io: Io, env: AppEnv, model: string, credentials?: Credential
               io.exit(130)
             }
             if (interrupts === 2) yield* view.print(style.dim("(stopping… Ctrl-C once more forces Baton to quit)"))
-            return yield* session.interrupt
+            // Not awaited here: while the server restarts, stopping waits for it, and the keys must still be read.
+            return yield* Effect.asVoid(Effect.forkScoped(session.interrupt))
           }
           case "Eof":
             return

@@ -6,14 +6,28 @@ import type { CompactionSettings } from "./Settings.js"
 
 /**
  * Compaction planning, pure: how full the context is, when to compact, what is summarized and what
- * is kept, and where a sliding window may cut. Token counts are estimates (⌈chars / 4⌉) anchored on
- * the provider's last real usage.
+ * is kept, and where a sliding window may cut. Token counts are estimates (⌈chars / 4⌉, and a fixed
+ * cost per image) anchored on the provider's last real usage.
  */
 /** Whether a compaction can run now (`compactability()`). */
 /** `busy`: a run or a compaction is active now (try again when it ends); `unsupported`: this conversation cannot be compacted. */
 export type Compactability = "ok" | "busy" | "unsupported" | "empty" | "just_compacted"
 
 export const estimateTokens = (text: string): number => Math.ceil(text.length / 4)
+
+/**
+ * What one image costs a request when nothing better is known: about what a screenshot-sized image
+ * costs on the providers (Anthropic ≈ width·height/750, capped near 1,600; OpenAI high detail 765–1,105).
+ * A conversation's `compaction.imageTokens` sets its model's own.
+ */
+export const DEFAULT_IMAGE_TOKENS = 1_200
+
+const imagesIn = (item: TaskEvent): number =>
+  (item.type === "user_message" || item.type === "tool_return") && item.images !== undefined ? item.images.length : 0
+
+/** The estimate of one context item: its text, plus `imageTokens` for each image it carries. */
+export const itemTokens = (item: TaskEvent, imageTokens = DEFAULT_IMAGE_TOKENS): number =>
+  estimateTokens(itemText(item)) + imagesIn(item) * imageTokens
 
 /** The text a context item contributes to a request. */
 export const itemText = (item: TaskEvent): string => {
@@ -49,7 +63,7 @@ export interface Estimate {
  * of the context items after it. Usage from before the latest compaction is never seen here (it
  * belongs to an older segment), so a freshly compacted context is not mistaken for a full one.
  */
-export const estimateContext = (segment: ReadonlyArray<SegmentEntry>, fixedText = ""): Estimate => {
+export const estimateContext = (segment: ReadonlyArray<SegmentEntry>, fixedText = "", imageTokens = DEFAULT_IMAGE_TOKENS): Estimate => {
   let anchor = -1
   for (let i = segment.length - 1; i >= 0; i--) {
     if (segment[i]!.item.type === "token_usage") {
@@ -62,7 +76,7 @@ export const estimateContext = (segment: ReadonlyArray<SegmentEntry>, fixedText 
   const trailing = segment
     .slice(anchor + 1)
     .filter((e) => e.inContext)
-    .reduce((sum, e) => sum + estimateTokens(itemText(e.item)), anchor >= 0 ? 0 : estimateTokens(fixedText))
+    .reduce((sum, e) => sum + itemTokens(e.item, imageTokens), anchor >= 0 ? 0 : estimateTokens(fixedText))
   return { tokens: usageTokens + trailing, usageTokens, trailingTokens: trailing }
 }
 
@@ -91,7 +105,7 @@ export const planSlidingWindow = (
   if (n < 4) return Option.none()
   const last = messages[n - 1]!
   const maxCut = last.type === "tool_call" ? n - 2 : n - 1
-  const tokens = messages.map((m) => estimateTokens(itemText(m)))
+  const tokens = messages.map((m) => itemTokens(m))
   const keptTokens = (cut: number) => tokens.slice(cut).reduce((a, b) => a + b, 0)
   const valid = (i: number) => assistantSide.has(messages[i]!.type) && !assistantSide.has(messages[i - 1]!.type)
   const minCut = Math.max(1, Math.ceil((30 * n) / 100))
@@ -129,7 +143,7 @@ export const compactionTrigger = (
   const threshold = preflightThreshold(compaction.contextWindow ?? compaction.maxContextLength)
   if (threshold !== undefined) {
     const fixed = settings.system_prompt + JSON.stringify(settings.tools)
-    if (estimateContext(segment, fixed).tokens > threshold) return Option.some("preflight")
+    if (estimateContext(segment, fixed, compaction.imageTokens ?? DEFAULT_IMAGE_TOKENS).tokens > threshold) return Option.some("preflight")
   }
   return Option.none()
 }
@@ -180,7 +194,7 @@ export const planCompaction = <S extends { readonly item: TaskEvent }>(
   // The window's result is checked whole (what it keeps, the open turn, the run's input): still above
   // the pre-flight threshold, it would only compact again, so everything older is summarized instead.
   const threshold = window === undefined ? undefined : preflightThreshold(window)
-  const kept = [...older.slice(slid), ...keep, ...tail].reduce((sum, s) => sum + estimateTokens(itemText(s.item)), 0)
+  const kept = [...older.slice(slid), ...keep, ...tail].reduce((sum, s) => sum + itemTokens(s.item), 0)
   const cut = threshold !== undefined && kept > threshold ? older.length : slid
   return Option.some({ summarize: older.slice(0, cut), keep: [...older.slice(cut), ...keep, ...tail] })
 }

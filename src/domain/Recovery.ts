@@ -31,12 +31,27 @@ export type Recovery = Data.TaggedEnum<{
 export const Recovery = Data.taggedEnum<Recovery>()
 
 export interface Budgets {
-  /** Reconnects per run (5 for model turns, 3 for compaction requests). */
+  /** Reconnects (5 for model turns, 3 for compaction requests), counted as `reconnectReset` says. */
   readonly reconnects: number
+  /**
+   * When the reconnect count starts again: with each user turn (`turn`: the task's runs, approval
+   * continuations included, share one budget; each send says what its task spent) or each run.
+   */
+  readonly reconnectReset: "turn" | "run"
+  /**
+   * A run that gives up on a lost connection after its model issued tool calls: the task runs them and
+   * sends their results with another attempt (true), instead of ending with them as carry-over.
+   */
+  readonly continueWithIssuedCalls: boolean
   readonly baseMs: number
   readonly capMs: number
   /** Compactions triggered by context-overflow errors per run. */
   readonly overflowCompactions: number
+  /**
+   * The refusal of an oversized request (context overflow) after which it is sent without its images:
+   * images the estimate undercounted are a likely cause even when the provider does not say so.
+   */
+  readonly stripImagesAtRefusal: number
   readonly busyRetries: number
   readonly busyBaseMs: number
   readonly emptyRetries: number
@@ -52,9 +67,12 @@ export interface Budgets {
 
 export const turnBudgets: Budgets = {
   reconnects: defaultReconnectSettings.retries,
+  reconnectReset: "turn",
+  continueWithIssuedCalls: true,
   baseMs: defaultReconnectSettings.baseMs,
   capMs: defaultReconnectSettings.capMs,
   overflowCompactions: 3,
+  stripImagesAtRefusal: 2,
   busyRetries: 3,
   busyBaseMs: 10_000,
   emptyRetries: 2,
@@ -65,7 +83,23 @@ export const turnBudgets: Budgets = {
   invalidSummaryRetries: 4
 }
 
-export const compactionBudgets: Budgets = { ...turnBudgets, reconnects: DEFAULT_COMPACTION_RECONNECTS }
+export const compactionBudgets: Budgets = { ...turnBudgets, reconnects: DEFAULT_COMPACTION_RECONNECTS, reconnectReset: "run" }
+
+/**
+ * `budgets` with only its reconnects left: for a call to a server whose own answers (busy, an
+ * approval pending, a store's lost race) are the caller's to act on, while a server that could not
+ * be reached (restarting, draining) is waited for on the usual ladder.
+ */
+export const reconnectsOnly = (budgets: Budgets): Budgets => ({
+  ...budgets,
+  overflowCompactions: 0,
+  stripImagesAtRefusal: 0,
+  busyRetries: 0,
+  emptyRetries: 0,
+  staleApprovalResolutions: 0,
+  storeBusyRetries: 0,
+  invalidSummaryRetries: 0
+})
 
 /**
  * Every failure the policy knows, as tagged errors: renaming one, or adding one to these unions
@@ -127,8 +161,26 @@ const categories: { readonly [Tag in Failure["_tag"]]: Category } = {
 }
 
 /** Anything else (a tag from a newer peer, decoded off the wire) is terminal: retrying what we do not understand risks running things twice. */
-export const categoryOf = (failure: Failure): Category =>
-  (categories as Readonly<Record<string, Category | undefined>>)[failure._tag] ?? "terminal"
+export const categoryOf = (failure: Failure): Category => categoryOfTag(failure._tag)
+
+const categoryOfTag = (tag: string): Category => (categories as Readonly<Record<string, Category | undefined>>)[tag] ?? "terminal"
+
+/** Whether a failure, by its tag (a request_end's `error.tag`), spends the reconnect budget. */
+export const spendsReconnect = (tag: string): boolean => categoryOfTag(tag) === "reconnect"
+
+/** The reconnects a task's next run starts with: what its earlier runs spent, unless each run starts again. */
+export const reconnectsCarried = (spent: number, budgets: Budgets): number => (budgets.reconnectReset === "turn" ? spent : 0)
+
+/** The attempts a run starts from, given the reconnects its task spent before it. */
+export const startingAttempts = (reconnectsSpent: number): Attempts => (reconnectsSpent > 0 ? { reconnect: reconnectsSpent } : noAttempts)
+
+/**
+ * After a run gave up (its stop_reason's error tag), having issued `callsIssued` tool calls: the task
+ * goes on — the calls' results, as carry-over, then another attempt — or ends. Only a lost connection
+ * goes on, and only when its model issued calls: they are progress, and their results are owed.
+ */
+export const afterGivingUp = (errorTag: string | undefined, callsIssued: number, budgets: Budgets): "continue" | "end" =>
+  budgets.continueWithIssuedCalls && callsIssued > 0 && errorTag !== undefined && spendsReconnect(errorTag) ? "continue" : "end"
 
 /** min(base · 2^attempt, cap), the reconnect ladder: 250, 500, 1000, 2000, 4000 ms by default. */
 export const backoffMs = (attempt: number, budgets: Budgets): number =>
@@ -149,8 +201,13 @@ export const decide = (failure: Failure, attempt: number, budgets: Budgets): Rec
       const delayMs = retryAfterMs !== undefined ? Math.min(retryAfterMs, budgets.capMs) : backoffMs(attempt, budgets)
       return Recovery.Retry({ delayMs, reminder: false })
     }
-    case "overflow":
-      return attempt < budgets.overflowCompactions ? Recovery.CompactThenRetry() : Recovery.Fail({ status: "failed" })
+    case "overflow": {
+      // One refusal (at stripImagesAtRefusal) sends the request without images; every other compacts.
+      const strip = budgets.stripImagesAtRefusal - 1
+      if (attempt === strip) return Recovery.RetryWithoutImages()
+      const compactions = attempt > strip && strip >= 0 ? attempt - 1 : attempt
+      return compactions < budgets.overflowCompactions ? Recovery.CompactThenRetry() : Recovery.Fail({ status: "failed" })
+    }
     case "too_large":
       // Once without images; a request still too large is then a context too large: compact it.
       return attempt === 0

@@ -28,6 +28,8 @@ export interface Hooks<E extends Failure, R> {
   readonly prepare?: (step: Step<E>) => Effect.Effect<void, never, R>
   /** Spread the wait over ±20 % (two processes that lost the same race do not meet again). */
   readonly jitter?: boolean
+  /** The counts to start from (a run whose task spent reconnects before it); default none. */
+  readonly from?: Attempts
 }
 
 /** The delay a decision asks for; CompactThenRetry and ResolveStaleApproval go again at once. */
@@ -41,8 +43,8 @@ const waits = (decision: Recovery) => decision._tag === "Retry" || decision._tag
  * Fail (whose Step is then the last output). It adds no delay of its own: waiting is a hook, so it can
  * be announced first and skipped.
  */
-export const decisions = <E extends Failure>(budgets: Budgets): Schedule.Schedule<Step<E>, E> =>
-  Schedule.makeWithState<Attempts, E, Step<E>>(noAttempts, (now, failure, attempts) =>
+export const decisions = <E extends Failure>(budgets: Budgets, from: Attempts = noAttempts): Schedule.Schedule<Step<E>, E> =>
+  Schedule.makeWithState<Attempts, E, Step<E>>(from, (now, failure, attempts) =>
     Effect.sync(() => {
       const next = policyStep(attempts, failure, budgets)
       const out: Step<E> = { failure, decision: next.decision, attempt: next.attempt }
@@ -57,7 +59,7 @@ const sleep = (delayMs: number) => Effect.sleep(Duration.millis(delayMs))
 
 /** `decisions` with its hooks run on every continuing step: announce, then wait, then prepare. */
 export const policy = <E extends Failure, R = never>(budgets: Budgets, hooks: Hooks<E, R> = {}): Schedule.Schedule<Step<E>, E, R> =>
-  decisions<E>(budgets).pipe(
+  decisions<E>(budgets, hooks.from).pipe(
     Schedule.tapOutput((step) =>
       step.decision._tag === "Fail" ? Effect.void : Effect.gen(function*() {
         const planned = delayOf(step.decision)

@@ -38,6 +38,8 @@ export interface SendInput {
    * prompt again.
    */
   readonly retry?: Otid
+  /** Reconnects the task spent in its earlier runs: one budget per user turn (the recovery policy's `reconnectReset`). */
+  readonly reconnects_spent?: number
 }
 
 /** The activity a conversation's one job is busy with, as a Conflict reports it. */

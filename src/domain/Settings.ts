@@ -24,7 +24,9 @@ export const CompactionSettings = Schema.Struct({
   mode: Schema.optionalWith(CompactionMode, { default: () => "summarize" as const }),
   prompt: Schema.optionalWith(Schema.String, { default: () => DEFAULT_COMPACTION_PROMPT }),
   /** The model's context window for the pre-flight check; defaults to maxContextLength. */
-  contextWindow: Schema.optionalWith(Schema.Int.pipe(Schema.positive()), { exact: true })
+  contextWindow: Schema.optionalWith(Schema.Int.pipe(Schema.positive()), { exact: true }),
+  /** What one image costs in the pre-flight estimate, in tokens; defaults to the provider's (DEFAULT_IMAGE_TOKENS). */
+  imageTokens: Schema.optionalWith(Schema.NonNegativeInt, { exact: true })
 })
 export type CompactionSettings = typeof CompactionSettings.Type
 
@@ -96,7 +98,8 @@ export const SettingsFile = Schema.Struct({
       maxSessionTurns: Schema.optionalWith(Schema.Int, { exact: true }),
       mode: Schema.optionalWith(CompactionMode, { exact: true }),
       prompt: Schema.optionalWith(Schema.String, { exact: true }),
-      contextWindow: Schema.optionalWith(Schema.Int.pipe(Schema.positive()), { exact: true })
+      contextWindow: Schema.optionalWith(Schema.Int.pipe(Schema.positive()), { exact: true }),
+      imageTokens: Schema.optionalWith(Schema.NonNegativeInt, { exact: true })
     }).annotations(strict),
     { exact: true }
   ),

@@ -2,6 +2,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Option } from "effect"
 import {
   compactionTrigger,
+  DEFAULT_IMAGE_TOKENS,
   estimateContext,
   estimateTokens,
   planCompaction,
@@ -45,6 +46,15 @@ describe("estimate", () => {
   it("uses the latest of several usages", () => {
     const segment = [user("a"), usage(407_000), assistant("b"), usage(90_000), user("next")].map(ctx)
     assert.strictEqual(estimateContext(segment).tokens, 90_001)
+  })
+
+  it("an image counts DEFAULT_IMAGE_TOKENS (about 1,200), or what the caller says its model charges", () => {
+    const image = { media_type: "image/png" as const, data: "iVBORw0KGgo=" }
+    const screenshot: TaskEvent = { type: "user_message", content: "see", otid, images: [image, image] }
+    const shown: TaskEvent = { type: "tool_return", tool_call_id: ToolCallId.make("r1"), status: "success", content: "", otid, images: [image] }
+    assert.strictEqual(DEFAULT_IMAGE_TOKENS, 1_200)
+    assert.strictEqual(estimateContext([screenshot, shown].map(ctx)).tokens, 1 + 3 * 1_200)
+    assert.strictEqual(estimateContext([screenshot, shown].map(ctx), "", 1_600).tokens, 1 + 3 * 1_600)
   })
 
   it("trace-only items after the anchor do not count", () => {
@@ -142,6 +152,16 @@ describe("compactionTrigger", () => {
       compactionTrigger(fresh, { ...settings({ maxContextLength: 0, contextWindow: 1000 }), system_prompt: text(20) }),
       Option.some("preflight")
     )
+  })
+
+  it("pre-flight counts images: a few screenshots fill a small window though their text is short", () => {
+    const image = { media_type: "image/png" as const, data: "iVBORw0KGgo=" }
+    const screenshots = [usage(1_000), user("look"), { type: "user_message" as const, content: "and these", otid, images: [image, image, image] }].map(ctx)
+    const window = { maxContextLength: 0, contextWindow: 8_000 }
+    // 1,000 + 1 + 3 + 3 · 1,200 = 4,604: under the 6,400 threshold; with the model's 2,000 per image, 7,004 is over.
+    assert.deepStrictEqual(compactionTrigger(screenshots, settings(window)), Option.none())
+    assert.deepStrictEqual(compactionTrigger(screenshots, settings({ ...window, imageTokens: 2_000 })), Option.some("preflight"))
+    assert.deepStrictEqual(compactionTrigger([...screenshots, ...screenshots.slice(2)], settings(window)), Option.some("preflight"))
   })
 })
 

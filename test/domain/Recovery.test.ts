@@ -3,7 +3,18 @@ import { Effect, Either, Fiber, Option, Ref, TestClock } from "effect"
 import { ConversationId, RunId, ToolCallId } from "../../src/domain/Ids.js"
 import { ApprovalPending, ChunkSeqError, Conflict, EmptyResponse, InvalidInput, InvalidSummary, StoreBusy, StoreError, StreamBroken } from "../../src/domain/Errors.js"
 import * as PE from "../../src/domain/ProviderError.js"
-import { compactionBudgets, decide, type Failure, Recovery, step, turnBudgets } from "../../src/domain/Recovery.js"
+import {
+  afterGivingUp,
+  compactionBudgets,
+  decide,
+  type Failure,
+  reconnectsCarried,
+  Recovery,
+  spendsReconnect,
+  startingAttempts,
+  step,
+  turnBudgets
+} from "../../src/domain/Recovery.js"
 import { policy } from "../../src/domain/RecoverySchedule.js"
 
 const conv = ConversationId.make("c1")
@@ -30,7 +41,9 @@ const table: ReadonlyArray<readonly [string, Failure, (attempt: number) => Recov
   ["auth", new PE.ProviderAuth({ status: 401, message: "x" }), () => Recovery.Fail({ status: "auth" })],
   ["invalid request", new PE.ProviderInvalidRequest({ status: 400, message: "x" }), () => failed],
   ["replay miss", new PE.ProviderReplayMiss({ requestHash: "h", message: "x" }), () => failed],
-  ["context overflow", new PE.ProviderContextOverflow({ message: "x" }), (n) => (n < 3 ? Recovery.CompactThenRetry() : failed)],
+  // Compact; at the second refusal, send it without images; compact twice more; then give up.
+  ["context overflow", new PE.ProviderContextOverflow({ message: "x" }), (n) => (n === 1 ? Recovery.RetryWithoutImages() : n < 4 ? Recovery.CompactThenRetry() : failed)],
+  ["request too large (413)", new PE.ProviderRequestTooLarge({ message: "x" }), (n) => (n === 0 ? Recovery.RetryWithoutImages() : n <= 3 ? Recovery.CompactThenRetry() : failed)],
   ["conversation busy", new Conflict({ conversationId: conv, activity: "run", message: "x" }), (n) => (n < 3 ? Recovery.WaitBusy({ delayMs: 10_000 * 2 ** n }) : failed)],
   ["approval pending", new ApprovalPending({ conversationId: conv, toolCallIds: [ToolCallId.make("t")], message: "x" }), (n) => (n < 1 ? Recovery.ResolveStaleApproval() : failed)],
   ["empty response", new EmptyResponse({ message: "x" }), (n) => (n === 0 ? retry(500) : n === 1 ? retry(1000, true) : failed)],
@@ -71,7 +84,45 @@ describe("Recovery.decide", () => {
       attempts = next.attempts
       seen.push(next.decision)
     }
-    assert.deepStrictEqual(seen, [retry(250), retry(500), Recovery.CompactThenRetry(), retry(1000), Recovery.CompactThenRetry()])
+    assert.deepStrictEqual(seen, [retry(250), retry(500), Recovery.CompactThenRetry(), retry(1000), Recovery.RetryWithoutImages()])
+  })
+
+  it("images are stripped at the refusal the budget names (a policy parameter), and never by a budget without it", () => {
+    const overflow = new PE.ProviderContextOverflow({ message: "x" })
+    const at = (budgets: typeof turnBudgets) => [0, 1, 2, 3, 4].map((n) => decide(overflow, n, budgets)._tag)
+    assert.deepStrictEqual(at({ ...turnBudgets, stripImagesAtRefusal: 1 }), ["RetryWithoutImages", "CompactThenRetry", "CompactThenRetry", "CompactThenRetry", "Fail"])
+    assert.deepStrictEqual(at({ ...turnBudgets, stripImagesAtRefusal: 0 }), ["CompactThenRetry", "CompactThenRetry", "CompactThenRetry", "Fail", "Fail"])
+  })
+})
+
+describe("one reconnect budget per user turn", () => {
+  it("a task's runs share it: the next run starts from what the earlier ones spent, unless the count starts again with each run", () => {
+    assert.strictEqual(reconnectsCarried(3, turnBudgets), 3)
+    assert.strictEqual(reconnectsCarried(3, { ...turnBudgets, reconnectReset: "run" }), 0)
+    assert.strictEqual(reconnectsCarried(3, compactionBudgets), 0, "a compaction's budget is its own")
+    const timeout = new PE.ProviderTimeout({ phase: "stall", afterMs: 1, message: "t" })
+    const first = step(startingAttempts(3), timeout, turnBudgets)
+    assert.deepStrictEqual(first.decision, retry(2000), "the ladder goes on where the turn left it")
+    assert.deepStrictEqual(step(first.attempts, timeout, turnBudgets).decision, retry(4000))
+    assert.deepStrictEqual(step(startingAttempts(5), timeout, turnBudgets).decision, failed, "nothing left")
+    assert.deepStrictEqual(step(startingAttempts(5), new PE.ProviderContextOverflow({ message: "x" }), turnBudgets).decision, Recovery.CompactThenRetry(), "other budgets untouched")
+  })
+
+  it("only failures of the reconnect category spend it", () => {
+    assert.isTrue(spendsReconnect("ProviderTimeout"))
+    assert.isTrue(spendsReconnect("ProviderServerError"))
+    assert.isFalse(spendsReconnect("ProviderContextOverflow"))
+    assert.isFalse(spendsReconnect("EmptyResponse"))
+    assert.isFalse(spendsReconnect("SomethingNew"))
+  })
+
+  it("a run that gave up on a lost connection after issuing calls goes on with their results; anything else ends the task", () => {
+    assert.strictEqual(afterGivingUp("ProviderConnectionLost", 1, turnBudgets), "continue")
+    assert.strictEqual(afterGivingUp("ProviderConnectionLost", 0, turnBudgets), "end", "no calls: nothing owed, no progress")
+    assert.strictEqual(afterGivingUp("ProviderAuth", 2, turnBudgets), "end")
+    assert.strictEqual(afterGivingUp("ProviderInvalidRequest", 2, turnBudgets), "end")
+    assert.strictEqual(afterGivingUp(undefined, 2, turnBudgets), "end")
+    assert.strictEqual(afterGivingUp("ProviderTimeout", 1, { ...turnBudgets, continueWithIssuedCalls: false }), "end")
   })
 })
 

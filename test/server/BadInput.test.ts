@@ -80,7 +80,11 @@ describe("baton serve: the bad-input corpus", () => {
         { name: "trace segment 0", method: "GET", path: `${base}/trace/0`, status: 400, code: "invalid_input", mentions: "segment" },
         { name: "trace segment negative", method: "GET", path: `${base}/trace/-2`, status: 400, code: "invalid_input", mentions: "segment" },
         { name: "trace segment not a number", method: "GET", path: `${base}/trace/first`, status: 400, code: "invalid_input", mentions: "segment" },
-        { name: "trace segment beyond the last", method: "GET", path: `${base}/trace/7`, status: 404, code: "not_found", mentions: "segment" }
+        { name: "trace segment beyond the last", method: "GET", path: `${base}/trace/7`, status: 404, code: "not_found", mentions: "segment" },
+        // Paths no route knows: the same JSON error as every route's, never an empty 404.
+        { name: "a path out of a trace", method: "GET", path: `${base}/trace/../x`, status: 404, code: "not_found", mentions: "no such route" },
+        { name: "an unknown path", method: "GET", path: "/v1/nothing-here", status: 404, code: "not_found", mentions: "GET /v1/nothing-here" },
+        { name: "an unknown method on a known path", method: "DELETE", path: `${base}/steering`, status: 404, code: "not_found", mentions: "DELETE" }
       ]
       const before = { conversations: (yield* local.listConversations()).items, items: yield* local.history(conv.id, { limit: 1000 }) }
       for (const c of cases) {

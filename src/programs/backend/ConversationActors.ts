@@ -132,12 +132,13 @@ export const makeActors = Effect.fn("Actors.make")(function*(options: {
     return Stream.unwrapScoped(Effect.map(tail.watch(runId), (next) => followStored(store, runId, after, 1_000, next)))
   })
 
-  const turn = (conversation: Conversation, thinking: ThinkingLevel | undefined, resumed?: RunRecord): JobBody => (log, job, onStopped) =>
+  const turn = (conversation: Conversation, thinking: ThinkingLevel | undefined, resumed?: RunRecord, reconnectsSpent?: number): JobBody => (log, job, onStopped) =>
     runs.run({
       log,
       conversation,
       thinking,
       budgets: options.budgets,
+      ...(reconnectsSpent !== undefined ? { reconnectsSpent } : {}),
       wait: skippableWait(job.skip),
       onStopped,
       cancelRequested: Ref.get(job.cancelRequested),
@@ -176,7 +177,7 @@ export const makeActors = Effect.fn("Actors.make")(function*(options: {
         existing: Effect.map(store.runByOtid(id, otid), Option.map((run) => run.id)),
         create
       },
-      turn(conversation, input.thinking)
+      turn(conversation, input.thinking, undefined, input.reconnects_spent)
     )
     return runId
   })

@@ -8,7 +8,7 @@ import { isMessage } from "../../domain/ItemLog.js"
 import { type UserMessage, withoutImages } from "../../domain/Messages.js"
 import { modelRequest } from "../../domain/ModelRequest.js"
 import type { ThinkingLevel } from "../../domain/ProviderEvent.js"
-import { type Budgets, EMPTY_RESPONSE_REMINDER, type Failure } from "../../domain/Recovery.js"
+import { type Budgets, EMPTY_RESPONSE_REMINDER, type Failure, startingAttempts } from "../../domain/Recovery.js"
 import { retry, type Step } from "../../domain/RecoverySchedule.js"
 import { type Assembly, emptyAssembly, type Ended, partial } from "../../domain/RunAssembler.js"
 import { initial, isToolCall, messageTypes, type RunRecord } from "./RunRecord.js"
@@ -28,6 +28,8 @@ export interface RunJob {
   readonly conversation: Conversation
   readonly thinking: ThinkingLevel | undefined
   readonly budgets: Budgets
+  /** Reconnects the task spent before this run: its budget is the user turn's. */
+  readonly reconnectsSpent?: number
   /** The announced reconnect wait; ends early on skipReconnectWait. */
   readonly wait: (delayMs: number) => Effect.Effect<void>
   /** Frees the conversation once the stop_reason is committed, before anyone sees it. */
@@ -202,6 +204,7 @@ export class Runs extends Effect.Service<Runs>()("baton/Runs", {
         if (Option.isSome(trigger)) yield* compactions.run({ log, conversation, reason: trigger.value, wait: job.wait })
         const ended = yield* retry(Effect.asSome(attempt), {
           budgets: job.budgets,
+          from: startingAttempts(job.reconnectsSpent ?? 0),
           announce: (step, delayMs) => Effect.orDie(emitter.retrying(step, delayMs)),
           wait: job.wait,
           prepare: (step) =>

@@ -119,6 +119,8 @@ export const chat: (io: Io, env: AppEnv, model: string, credentials?: Credential
     }
   }
   const turns = maxTurns(env)
+  // Lines typed as a task ended, too late to steer it: the next prompt, before anything typed after them.
+  const nextPrompt: Array<string> = []
 
   /** One task; input keeps flowing to steering, the approval question and Ctrl-C meanwhile. */
   const task = (events: Stream.Stream<TaskEvent, SessionError>) =>
@@ -145,10 +147,11 @@ export const chat: (io: Io, env: AppEnv, model: string, credentials?: Credential
             // Enter alone during a wait (a reconnect, a busy conversation) retries now; the count is unchanged.
             if (text === "") return yield* Effect.ignore(session.skipReconnectWait)
             if (text.startsWith("/")) return yield* view.print(style.dim("commands wait until the task ends (Ctrl-C interrupts it)"))
-            const queued = yield* session.steer(text)
-            return yield* view.print(queued
-              ? style.magenta(`↳ steering: ${text} ${style.dim("(sent with the next model request)")}`)
-              : style.dim("the task is ending; send that again as a new prompt"))
+            if (yield* session.steer(text)) {
+              return yield* view.print(style.magenta(`↳ steering: ${text} ${style.dim("(sent with the next model request)")}`))
+            }
+            nextPrompt.push(text)
+            return yield* view.print(style.magenta(`↳ queued as the next prompt: ${text} ${style.dim("(too late to steer: nothing was running that could take it)")}`))
           }
           case "Interrupt":
           case "Escape": {
@@ -160,7 +163,8 @@ export const chat: (io: Io, env: AppEnv, model: string, credentials?: Credential
               io.exit(130)
             }
             if (interrupts === 2) yield* view.print(style.dim("(stopping… Ctrl-C once more forces Baton to quit)"))
-            return yield* session.interrupt
+            // Not awaited here: while the server restarts, stopping waits for it, and the keys must still be read.
+            return yield* Effect.asVoid(Effect.forkScoped(session.interrupt))
           }
           case "Eof":
             return
@@ -260,6 +264,12 @@ export const chat: (io: Io, env: AppEnv, model: string, credentials?: Credential
 
   let armedExit = false
   while (!leaving) {
+    if (nextPrompt.length > 0) {
+      const lines = nextPrompt.splice(0)
+      yield* view.print(`${prompt}${lines.join("\n")}`)
+      leaving = (yield* prompted(lines)) === "exit"
+      continue
+    }
     editor.setPrompt(prompt)
     const event = yield* Queue.take(input)
     if (event._tag === "Eof") break

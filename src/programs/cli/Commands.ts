@@ -6,10 +6,11 @@ import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { ConfigError } from "../../domain/Errors.js"
 import { parseSinceDate } from "../../domain/Usage.js"
+import type { RemoteWait } from "../../services/backend/Remote.js"
 import type { Provider } from "../../services/Provider.js"
 import { type CommonArgs, noCommonArgs } from "./CommonArgs.js"
 import { type AppEnv, conversationSettings, freshEnv, maxTurns, providerSettings, resolveEnv, serverToken, storeEnv, storeLabel } from "./Env.js"
-import { nodeIo } from "./Io.js"
+import { type Io, nodeIo } from "./Io.js"
 import * as Layers from "./Layers.js"
 import { readImage } from "./Images.js"
 import { listMcpServers } from "./McpCommand.js"
@@ -75,7 +76,7 @@ export const run = Effect.fn("Commands.run")(function*(
   const images = yield* Effect.forEach(options.images ?? [], (file) => readImage(file, io.cwd()))
   const env = yield* resolveEnv(args, io.cwd())
   const model = yield* Layers.model(env)
-  yield* runTask(io, { env, prompt, json: options.json, images }).pipe(Effect.scoped, Effect.provide(Layers.task(env, model.layer)))
+  yield* runTask(io, { env, prompt, json: options.json, images }).pipe(Effect.scoped, Effect.provide(Layers.task(env, model.layer, serverWait(io))))
 })
 
 export const chat = Effect.fn("Commands.chat")(function*(args: CommonArgs) {
@@ -83,8 +84,12 @@ export const chat = Effect.fn("Commands.chat")(function*(args: CommonArgs) {
   const env = yield* resolveEnv(args, io.cwd())
   const model = yield* Layers.model(env)
   const { chat: chatProgram } = yield* chatCommand
-  yield* chatProgram(io, env, model.describe, model.credentials).pipe(Effect.scoped, Effect.provide(Layers.task(env, model.layer)))
+  yield* chatProgram(io, env, model.describe, model.credentials).pipe(Effect.scoped, Effect.provide(Layers.task(env, model.layer, serverWait(io))))
 })
+
+/** A `--server` call waiting for a server that restarts: said on stderr, with the time to the next try. */
+const serverWait = (io: Io) => (wait: RemoteWait) =>
+  Effect.sync(() => io.err(`baton: waiting for the server: ${wait.message} (trying again in ${(wait.retryInMs / 1000).toFixed(1)} s)\n`))
 
 export const replay = Effect.fn("Commands.replay")(function*(args: CommonArgs, options: { readonly json: boolean; readonly cassette: string }) {
   const io = nodeIo()

@@ -5,6 +5,7 @@ import * as Path from "node:path"
 import { ConfigError, type StoreError } from "../../domain/Errors.js"
 import { ProviderInvalidRequest } from "../../domain/ProviderError.js"
 import type { Backend } from "../../services/Backend.js"
+import type { RemoteOptions } from "../../services/backend/Remote.js"
 import { layerNone as noMcpServers, type McpClients } from "../../services/McpClients.js"
 import { Provider } from "../../services/Provider.js"
 import { layerFromSettings } from "../../services/provider/Config.js"
@@ -100,7 +101,11 @@ const localBackend = (env: AppEnv, provider: Layer.Layer<Provider, ConfigError>)
  * backend (the store + the provider in this process) for the remote one, and `--database URL` the
  * home's SQLite file for PostgreSQL.
  */
-export const backend = (env: AppEnv, provider: Layer.Layer<Provider, ConfigError> = noModel): Layer.Layer<Backend, ConfigError | StoreError> => {
+export const backend = (
+  env: AppEnv,
+  provider: Layer.Layer<Provider, ConfigError> = noModel,
+  onWait?: RemoteOptions["onWait"]
+): Layer.Layer<Backend, ConfigError | StoreError> => {
   const server = env.args.server
   if (server === undefined) return localBackend(env, provider)
   return Layer.unwrapEffect(Effect.gen(function*() {
@@ -108,7 +113,11 @@ export const backend = (env: AppEnv, provider: Layer.Layer<Provider, ConfigError
     yield* databaseUrl(env)
     const token = yield* serverToken
     const remote = yield* Effect.promise(() => import("../../services/backend/Remote.js"))
-    return remote.layerRemote({ url: server.replace(/\/+$/, ""), ...(token !== undefined ? { token } : {}) })
+    return remote.layerRemote({
+      url: server.replace(/\/+$/, ""),
+      ...(token !== undefined ? { token } : {}),
+      ...(onWait !== undefined ? { onWait } : {})
+    })
   }))
 }
 
@@ -147,8 +156,9 @@ export const tools = (env: AppEnv): Layer.Layer<ToolExecutor | McpClients, Confi
 /** Backend + tools for a task command, with this model. */
 export const task = (
   env: AppEnv,
-  provider: Layer.Layer<Provider, ConfigError>
-): Layer.Layer<Backend | ToolExecutor | McpClients, ConfigError | StoreError> => Layer.merge(backend(env, provider), tools(env))
+  provider: Layer.Layer<Provider, ConfigError>,
+  onWait?: RemoteOptions["onWait"]
+): Layer.Layer<Backend | ToolExecutor | McpClients, ConfigError | StoreError> => Layer.merge(backend(env, provider, onWait), tools(env))
 
 /**
  * Telemetry, from the standard OTEL_* variables (TelemetryConfig.ts): spans (and, for `baton serve`,

@@ -59,6 +59,19 @@ const exceededLimit = (cause: Cause.Cause<unknown>): boolean =>
     typeof e === "object" && e !== null && "_tag" in e && e._tag === "RequestError" && "cause" in e &&
     e.cause instanceof Error && e.cause.message === "maxBytes exceeded")
 
+/** No route matched: the same JSON error as every route's, where the router alone would answer an empty 404. */
+const noRoute = (cause: Cause.Cause<unknown>, request: HttpServerRequest.HttpServerRequest): Option.Option<HttpServerResponse.HttpServerResponse> => {
+  const failure = Cause.failureOption(cause)
+  const missing = Option.isSome(failure) && typeof failure.value === "object" && failure.value !== null &&
+    "_tag" in failure.value && failure.value._tag === "RouteNotFound"
+  return missing
+    ? Option.some(HttpServerResponse.unsafeJson(
+      { code: "not_found", message: `no such route: ${request.method} ${request.url.split("?")[0] ?? ""}` },
+      { status: 404 }
+    ))
+    : Option.none()
+}
+
 /** A request body that is not JSON dies inside HttpApi; the client should hear invalid_input instead. */
 const toInvalidInput = (cause: Cause.Cause<unknown>): Option.Option<InvalidInput> => {
   const failure = Cause.failureOption(cause)
@@ -77,7 +90,7 @@ const toInvalidInput = (cause: Cause.Cause<unknown>): Option.Option<InvalidInput
  * The gate in front of every route (API, /openapi.json, /docs): refuses everything while the server
  * drains, checks the bearer token except on /healthz, refuses a body over the limit (413, before it is
  * read when its length is declared, else as soon as it outgrows the limit), and turns undecodable
- * requests into invalid_input.
+ * requests into invalid_input and an unknown path into the JSON not_found.
  */
 export const gateLayer = (options: {
   readonly token: Redacted.Redacted<string> | undefined
@@ -105,7 +118,10 @@ export const gateLayer = (options: {
               NodeHttpServerRequest.toIncomingMessage(request).resume()
               return tooLarge(limit)
             })
-            : Option.match(toInvalidInput(cause), { onNone: () => Effect.failCause(cause), onSome: Effect.fail }))
+            : Option.match(noRoute(cause, request), {
+              onSome: Effect.succeed,
+              onNone: () => Option.match(toInvalidInput(cause), { onNone: () => Effect.failCause(cause), onSome: Effect.fail })
+            }))
       )
     }))
 }

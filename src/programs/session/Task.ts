@@ -5,7 +5,7 @@ import type { ApprovalDecision, Chunk, StopReasonValue } from "../../domain/Even
 import type { ConversationId, Otid } from "../../domain/Ids.js"
 import type { InputMessage, ToolCall, ToolReturn, UserMessage } from "../../domain/Messages.js"
 import type { ThinkingLevel } from "../../domain/ProviderEvent.js"
-import { type Budgets, turnBudgets } from "../../domain/Recovery.js"
+import { afterGivingUp, type Budgets, reconnectsCarried, turnBudgets } from "../../domain/Recovery.js"
 import { retry } from "../../domain/RecoverySchedule.js"
 import { ATTR, SPAN, spanOptions, withOutcomeSpan } from "../../domain/Telemetry.js"
 import { STALE_APPROVAL_REASON, turnAbortedText } from "../../domain/Tags.js"
@@ -117,12 +117,14 @@ const readRun = (deps: TaskDeps, batch: ToolBatch) => (chunks: Stream.Stream<Chu
 const sendRun = Effect.fn("Task.sendRun")(function*(deps: TaskDeps, run: NextRun) {
   return yield* withToolBatch(deps, deps.batch, (batch) =>
     Effect.gen(function*() {
-      yield* Ref.update(deps.progress, (progress) => TaskProgress.sending(progress, run.input))
+      const progress = yield* Ref.updateAndGet(deps.progress, (progress) => TaskProgress.sending(progress, run.input))
+      const spent = reconnectsCarried(progress.reconnectsSpent, taskBudgets)
       const chunks = deps.backend.send(deps.conversationId, {
         messages: run.input,
         events: run.events,
         ...(deps.thinking !== undefined ? { thinking: deps.thinking } : {}),
-        ...(run.retry !== undefined && run.input.length === 0 ? { retry: run.retry } : {})
+        ...(run.retry !== undefined && run.input.length === 0 ? { retry: run.retry } : {}),
+        ...(spent > 0 ? { reconnects_spent: spent } : {})
       })
       const stop = yield* followRun(deps, chunks, readRun(deps, batch))
       const calls = yield* batch.calls
@@ -132,7 +134,7 @@ const sendRun = Effect.fn("Task.sendRun")(function*(deps: TaskDeps, run: NextRun
 })
 
 /** What follows a run: the next one (its steering drained and shown), or the task's end. */
-const afterRun = (deps: TaskDeps, run: NextRun, end: RunEnd): Effect.Effect<Either.Either<Ending, NextRun>> =>
+const afterRun = (deps: TaskDeps, run: NextRun, end: RunEnd): Effect.Effect<Either.Either<Ending, NextRun>, BackendError> =>
   Effect.gen(function*() {
     if (end.stop === "requires_approval") {
       if (run.turn >= deps.maxTurns) return Either.right({ carryOver: { results: end.results, events: end.decisions }, maxTurns: true })
@@ -146,7 +148,14 @@ const afterRun = (deps: TaskDeps, run: NextRun, end: RunEnd): Effect.Effect<Eith
         "Your previous request failed after issuing tool calls; they were handled as follows."
       )
       // The results too: a run whose process died leaves its calls pending, and they are answered here.
-      return Either.right({ carryOver: { results: end.results, turnAborted: text, events: end.decisions }, maxTurns: false })
+      const carryOver: CarryOver = { results: end.results, turnAborted: text, events: end.decisions }
+      const lastError = (yield* Ref.get(deps.progress)).lastError
+      if (end.stop !== "error" || afterGivingUp(lastError?.tag, end.calls.length, taskBudgets) === "end" || run.turn >= deps.maxTurns) {
+        return Either.right({ carryOver, maxTurns: false })
+      }
+      // The calls were progress: recorded as carry-over, then the conversation is run again as it stands.
+      yield* deps.backend.cancel(deps.conversationId, carryOver)
+      return Either.left({ input: [], events: [], turn: run.turn + 1, closeStale: false, retry: yield* deps.otid })
     }
     if (end.stop !== "end_turn") return Either.right({ maxTurns: false })
     const more = yield* deps.drainOrClose

@@ -1,6 +1,7 @@
 import type { Chunk, ErrorInfo } from "../../domain/Events.js"
 import type { RunId } from "../../domain/Ids.js"
 import type { InputMessage, ToolReturn } from "../../domain/Messages.js"
+import { spendsReconnect } from "../../domain/Recovery.js"
 
 /**
  * Where a task stands, as far as an interrupt (carry-over A or B) and a resumed stream need to
@@ -20,6 +21,8 @@ export interface TaskProgress {
   readonly compacting: boolean
   /** What the last stop_reason said went wrong, if anything (the task's span reports it). */
   readonly lastError: ErrorInfo | undefined
+  /** The model requests the task's runs reconnected so far (a compaction's own are not the turn's). */
+  readonly reconnectsSpent: number
 }
 
 export const initial: TaskProgress = {
@@ -29,7 +32,8 @@ export const initial: TaskProgress = {
   partialText: "",
   unsent: [],
   compacting: false,
-  lastError: undefined
+  lastError: undefined,
+  reconnectsSpent: 0
 }
 
 /** A run is about to send `input`: its tool results are unsent until the run's first chunk. */
@@ -55,5 +59,7 @@ export const step = (progress: TaskProgress, chunk: Chunk): TaskProgress => ({
     : (chunk.type === "request_end" && chunk.status === "ok") || chunk.type === "stop_reason"
     ? true
     : progress.modelComplete,
-  lastError: chunk.type === "stop_reason" ? chunk.error : progress.lastError
+  lastError: chunk.type === "stop_reason" ? chunk.error : progress.lastError,
+  reconnectsSpent: progress.reconnectsSpent +
+    (chunk.type === "request_end" && chunk.status === "retrying" && !progress.compacting && spendsReconnect(chunk.error?.tag ?? "") ? 1 : 0)
 })

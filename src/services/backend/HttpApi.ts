@@ -77,7 +77,8 @@ export const SendInputJson = strict(Schema.Struct({
   messages: Schema.Array(InputMessage),
   events: Schema.optionalWith(Schema.Array(ApprovalDecision), { exact: true }),
   thinking: Schema.optionalWith(ThinkingLevel, { exact: true }),
-  retry: Schema.optionalWith(Otid, { exact: true })
+  retry: Schema.optionalWith(Otid, { exact: true }),
+  reconnects_spent: Schema.optionalWith(Schema.NonNegativeInt, { exact: true })
 }))
 
 /** Backend.submitResult: one tool result as its tool finished, with the decision that let it run. */

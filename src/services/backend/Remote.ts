@@ -5,12 +5,12 @@ import * as HttpClient from "@effect/platform/HttpClient"
 import type * as HttpClientError from "@effect/platform/HttpClientError"
 import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
 import type * as HttpClientResponse from "@effect/platform/HttpClientResponse"
-import { Effect, Layer, ParseResult, type Redacted, Schema, Stream } from "effect"
+import { Effect, Either, Layer, ParseResult, type Redacted, Schema, Stream } from "effect"
 import { ConversationSettings } from "../../domain/Conversation.js"
 import { type BackendError, InvalidInput, StreamBroken } from "../../domain/Errors.js"
 import type { Chunk } from "../../domain/Events.js"
 import type { RunId } from "../../domain/Ids.js"
-import { type Budgets, turnBudgets } from "../../domain/Recovery.js"
+import { type Budgets, reconnectsOnly, turnBudgets } from "../../domain/Recovery.js"
 import { retry } from "../../domain/RecoverySchedule.js"
 import { Backend } from "../Backend.js"
 import { BatonApi } from "./HttpApi.js"
@@ -31,6 +31,15 @@ export interface RemoteOptions {
   readonly budgets?: Budgets
   /** A stream connection silent this long is dead (the server sends heartbeats every 15 s); default 45 s. */
   readonly idleTimeoutMs?: number
+  /** Told before each wait for an unreachable server (a call retried on the reconnect budget), with its length. */
+  readonly onWait?: (wait: RemoteWait) => Effect.Effect<void>
+}
+
+/** A call waiting for the server: which call, why, and how long until it is tried again. */
+export interface RemoteWait {
+  readonly call: string
+  readonly message: string
+  readonly retryInMs: number
 }
 
 type ClientFailure = BackendError | HttpApiDecodeError | HttpClientError.HttpClientError | ParseResult.ParseError
@@ -56,6 +65,25 @@ const toBackendError = (e: ClientFailure): BackendError => {
 
 const call = <A>(effect: Effect.Effect<A, ClientFailure>): Effect.Effect<A, BackendError> => Effect.mapError(effect, toBackendError)
 
+/** A connection refused: nothing listens there (yet), so nothing was sent. */
+const refused = (cause: unknown): boolean => {
+  let current: unknown = cause
+  for (let depth = 0; depth < 5 && typeof current === "object" && current !== null; depth++) {
+    if ("code" in current && current.code === "ECONNREFUSED") return true
+    if ("errors" in current && Array.isArray(current.errors) && current.errors.some(refused)) return true
+    current = "cause" in current ? current.cause : undefined
+  }
+  return false
+}
+
+/**
+ * Whether the server surely never acted on the request: the connection was refused, or it answered
+ * 503 (draining for a restart: Unavailable, decoded as StreamBroken). A connection that broke after
+ * the request left may have been acted on.
+ */
+const neverAdmitted = (e: ClientFailure): boolean =>
+  e._tag === "StreamBroken" || (e._tag === "RequestError" && e.reason === "Transport" && refused(e.cause))
+
 /**
  * The Backend as an HTTP client of `baton serve`, derived from the same HttpApi. Run streams reconnect
  * on their own (RemoteRunStream), so a Session sees one unbroken stream and the same tagged errors as
@@ -64,12 +92,34 @@ const call = <A>(effect: Effect.Effect<A, ClientFailure>): Effect.Effect<A, Back
 export const makeBackendRemote = (options: RemoteOptions) =>
   Effect.gen(function*() {
     const token = options.token
+    // One connection per call, never a pooled one: a refused connection then proves the request was
+    // never sent, and no call fails on a socket the restarted server closed while it sat idle.
     const client = yield* HttpApiClient.make(BatonApi, {
       baseUrl: options.url,
-      ...(token === undefined ? {} : { transformClient: HttpClient.mapRequest(HttpClientRequest.bearerToken(token)) })
+      transformClient: HttpClient.mapRequest((request) =>
+        HttpClientRequest.setHeader(token === undefined ? request : HttpClientRequest.bearerToken(request, token), "connection", "close")
+      )
     })
     const budgets = options.budgets ?? turnBudgets
     const idleMs = options.idleTimeoutMs ?? 45_000
+    const onWait = options.onWait
+    const announce = (name: string) =>
+      onWait === undefined ? {} : { announce: (step: { readonly failure: BackendError }, retryInMs: number) => onWait({ call: name, message: step.failure.message, retryInMs }) }
+
+    // A server restarting is waited for on the reconnect ladder; every answer it gives is the caller's.
+    const patiently = <A>(name: string, effect: Effect.Effect<A, BackendError>): Effect.Effect<A, BackendError> =>
+      retry(effect, { budgets: reconnectsOnly(budgets), ...announce(name), orElse: Effect.fail })
+    /** An idempotent call (a read, or one the server makes safe twice): resent after any drop. */
+    const idempotent = <A>(name: string, effect: Effect.Effect<A, ClientFailure>) => patiently(name, call(effect))
+    /** A call that must not be acted on twice: resent only when the server surely never took it. */
+    const once = <A>(name: string, effect: Effect.Effect<A, ClientFailure>): Effect.Effect<A, BackendError> =>
+      patiently(
+        name,
+        effect.pipe(
+          Effect.map(Either.right),
+          Effect.catchAll((e) => (neverAdmitted(e) ? Effect.fail(toBackendError(e)) : Effect.succeed(Either.left(toBackendError(e)))))
+        )
+      ).pipe(Effect.flatten)
 
     const connect = (
       request: Effect.Effect<readonly [void, HttpClientResponse.HttpClientResponse], ClientFailure>
@@ -88,7 +138,7 @@ export const makeBackendRemote = (options: RemoteOptions) =>
       createConversation: Effect.fn("BackendRemote.createConversation")(function*(settings, opts) {
         const decoded = yield* Effect.mapError(Schema.decodeUnknown(ConversationSettings)(settings), (e) =>
           new InvalidInput({ message: `invalid conversation settings: ${ParseResult.TreeFormatter.formatErrorSync(e)}` }))
-        return yield* call(client.conversations.create({
+        return yield* once("createConversation", client.conversations.create({
           payload: {
             settings: decoded,
             ...(opts?.title === undefined ? {} : { title: opts.title }),
@@ -97,13 +147,13 @@ export const makeBackendRemote = (options: RemoteOptions) =>
         }))
       }),
       getConversation: Effect.fn("BackendRemote.getConversation")(function*(id) {
-        return yield* call(client.conversations.get({ path: { id } }))
+        return yield* idempotent("getConversation", client.conversations.get({ path: { id } }))
       }),
       listConversations: Effect.fn("BackendRemote.listConversations")(function*(opts) {
-        return yield* call(client.conversations.list({ urlParams: opts ?? {} }))
+        return yield* idempotent("listConversations", client.conversations.list({ urlParams: opts ?? {} }))
       }),
       updateConversation: Effect.fn("BackendRemote.updateConversation")(function*(id, patch) {
-        return yield* call(client.conversations.update({ path: { id }, payload: patch }))
+        return yield* idempotent("updateConversation", client.conversations.update({ path: { id }, payload: patch }))
       }),
       // Resending the same input is safe: its otids make the server return the run they started.
       send: (id, input) =>
@@ -115,14 +165,15 @@ export const makeBackendRemote = (options: RemoteOptions) =>
           { budgets }
         ).pipe(Stream.withSpan("BackendRemote.send")),
       getRun: Effect.fn("BackendRemote.getRun")(function*(runId) {
-        return yield* call(client.runs.getRun({ path: { id: runId } }))
+        return yield* idempotent("getRun", client.runs.getRun({ path: { id: runId } }))
       }),
       streamRun: (runId, opts) =>
         resumable((cursor) => follow(runId, cursor.after), { budgets, runId, after: opts?.after ?? 0 }).pipe(
           Stream.withSpan("BackendRemote.streamRun")
         ),
+      // Its carry-over is recorded by each cancel that arrives: resent only when it surely never did.
       cancel: Effect.fn("BackendRemote.cancel")(function*(id, carryOver) {
-        return yield* call(client.runs.cancel({ path: { id }, payload: carryOver ?? {} }))
+        return yield* once("cancel", client.runs.cancel({ path: { id }, payload: carryOver ?? {} }))
       }),
       // Idempotent by its otid, so a dropped connection is retried on the reconnect budget (a server restarting).
       submitResult: Effect.fn("BackendRemote.submitResult")(function*(id, result, opts) {
@@ -130,19 +181,19 @@ export const makeBackendRemote = (options: RemoteOptions) =>
           path: { id },
           payload: { result, ...(opts?.decision !== undefined ? { decision: opts.decision } : {}) }
         }))
-        return yield* retry(post, { budgets, orElse: Effect.fail })
+        return yield* retry(post, { budgets, ...announce("submitResult"), orElse: Effect.fail })
       }),
       pendingApprovals: Effect.fn("BackendRemote.pendingApprovals")(function*(id) {
-        return yield* call(client.conversations.pendingApprovals({ path: { id } }))
+        return yield* idempotent("pendingApprovals", client.conversations.pendingApprovals({ path: { id } }))
       }),
       history: Effect.fn("BackendRemote.history")(function*(id, cursor) {
-        return yield* call(client.conversations.history({ path: { id }, urlParams: cursor ?? {} }))
+        return yield* idempotent("history", client.conversations.history({ path: { id }, urlParams: cursor ?? {} }))
       }),
       backfill: Effect.fn("BackendRemote.backfill")(function*(id) {
-        return yield* call(client.conversations.backfill({ path: { id } }))
+        return yield* idempotent("backfill", client.conversations.backfill({ path: { id } }))
       }),
       skipReconnectWait: Effect.fn("BackendRemote.skipReconnectWait")(function*(id) {
-        return yield* call(client.conversations.skipReconnectWait({ path: { id } }))
+        return yield* idempotent("skipReconnectWait", client.conversations.skipReconnectWait({ path: { id } }))
       }),
       // A compaction has no otid: once its POST may have been admitted it is never resent, only followed.
       compact: (id, reason) =>
@@ -156,26 +207,26 @@ export const makeBackendRemote = (options: RemoteOptions) =>
           }, { budgets })
         }).pipe(Stream.withSpan("BackendRemote.compact")),
       compactability: Effect.fn("BackendRemote.compactability")(function*(id) {
-        return (yield* call(client.conversations.compactability({ path: { id } }))).compactability
+        return (yield* idempotent("compactability", client.conversations.compactability({ path: { id } }))).compactability
       }),
       generateTitle: Effect.fn("BackendRemote.generateTitle")(function*(id) {
-        return (yield* call(client.conversations.generateTitle({ path: { id } }))).title
+        return (yield* once("generateTitle", client.conversations.generateTitle({ path: { id } }))).title
       }),
       fork: Effect.fn("BackendRemote.fork")(function*(id, opts) {
-        return yield* call(client.conversations.fork({ path: { id }, payload: opts?.at === undefined ? {} : { at: opts.at } }))
+        return yield* once("fork", client.conversations.fork({ path: { id }, payload: opts?.at === undefined ? {} : { at: opts.at } }))
       }),
       steer: Effect.fn("BackendRemote.steer")(function*(id, text) {
-        return yield* call(client.conversations.steer({ path: { id }, payload: { text } }))
+        return yield* once("steer", client.conversations.steer({ path: { id }, payload: { text } }))
       }),
       heldSteering: Effect.fn("BackendRemote.heldSteering")(function*(id) {
-        return yield* call(client.conversations.heldSteering({ path: { id } }))
+        return yield* idempotent("heldSteering", client.conversations.heldSteering({ path: { id } }))
       }),
       takeSteering: Effect.fn("BackendRemote.takeSteering")(function*(id) {
-        return yield* call(client.conversations.takeSteering({ path: { id } }))
+        return yield* once("takeSteering", client.conversations.takeSteering({ path: { id } }))
       }),
       // The server's pricing applies: the accounting is the server's.
       usage: Effect.fn("BackendRemote.usage")(function*(query) {
-        return yield* call(client.usage.usage({
+        return yield* idempotent("usage", client.usage.usage({
           urlParams: {
             ...(query?.conversationId !== undefined ? { conversation: query.conversationId } : {}),
             ...(query?.since !== undefined ? { since: query.since } : {})
@@ -183,7 +234,7 @@ export const makeBackendRemote = (options: RemoteOptions) =>
         }))
       }),
       exportTrace: Effect.fn("BackendRemote.exportTrace")(function*(id, segment) {
-        return yield* call(client.conversations.trace({ path: { id, segment } }))
+        return yield* idempotent("exportTrace", client.conversations.trace({ path: { id, segment } }))
       })
     })
   })

@@ -23,7 +23,8 @@ export interface Timeouts {
  * after each chunk. Raw byte chunks count as liveness, so SSE comments used as keep-alives
  * (OpenRouter) keep a stream alive. One reader fiber and one watchdog per stream, the watchdog
  * re-armed by each read: no timer or fiber per read. Reads that arrive while the reader's consumer is
- * busy reach it together, as one batch.
+ * busy reach it together, as one batch. Before the first chunk the watchdog looks every `stallMs` at
+ * most, so the stall deadline holds whichever timeout is longer.
  */
 export const withTimeouts = (timeouts: Timeouts, provider: string) =>
 <A, E, R>(self: Stream.Stream<A, E, R>): Stream.Stream<A, E | ProviderTimeout, R> =>
@@ -35,7 +36,9 @@ export const withTimeouts = (timeouts: Timeouts, provider: string) =>
       for (;;) {
         const now = yield* Clock.currentTimeMillis
         if (now >= deadline) break
-        yield* Effect.sleep(deadline - now)
+        // Never longer than stallMs: the first chunk moves the deadline nearer than a first-byte wait
+        // already begun would look again (a 300 s first-byte wait would hide a 500 ms stall).
+        yield* Effect.sleep(Math.min(deadline - now, timeouts.stallMs))
       }
       const afterMs = started ? timeouts.stallMs : timeouts.firstByteMs
       yield* out.fail(

@@ -14,7 +14,7 @@ import { realClock } from "../../services/RealClock.js"
 import type { ToolExecutor } from "../../services/ToolExecutor.js"
 import { isLoopbackHost } from "../server/Auth.js"
 import { makeGuard } from "./Guard.js"
-import { loadPage } from "./Page.js"
+import { loadPage, type Page } from "./Page.js"
 import { type Entry, resumeAfter } from "./TaskLog.js"
 import type { HostOptions } from "./Hosted.js"
 import { make as makeHost, type WebHost } from "./WebHost.js"
@@ -79,6 +79,8 @@ const AnswerBody = Schema.Struct({ decision: Decision })
 const Params = Schema.Struct({ id: ConversationId })
 const CallParams = Schema.Struct({ id: ConversationId, call: Schema.NonEmptyTrimmedString })
 
+const UsageParams = Schema.Struct({ conversation: Schema.optionalWith(ConversationId, { exact: true }) })
+
 const hostedOf = (web: WebHost) => Effect.flatMap(HttpRouter.schemaPathParams(Params), ({ id }) => web.get(id))
 
 /** A state's or event's SSE frame; the id resumes this log on a reconnect. */
@@ -90,7 +92,8 @@ const frame = (epoch: string, id: number, kind: "event" | "state", data: string)
  * Allow) and loads nothing but its own script.
  */
 const PAGE_HEADERS = {
-  "content-security-policy": "default-src 'self'; style-src 'self' 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
+  "content-security-policy":
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; object-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
   "x-frame-options": "DENY",
   "x-content-type-options": "nosniff",
   "referrer-policy": "no-referrer",
@@ -131,14 +134,19 @@ const events = (web: WebHost, heartbeatMs: number) =>
     })
   })
 
-const routes = (web: WebHost, page: { readonly html: string; readonly script: string }, heartbeatMs: number) =>
+const routes = (web: WebHost, page: Page, heartbeatMs: number) =>
   HttpRouter.empty.pipe(
     HttpRouter.get("/", Effect.succeed(HttpServerResponse.html(page.html).pipe(HttpServerResponse.setHeaders(PAGE_HEADERS)))),
     HttpRouter.get("/favicon.ico", Effect.succeed(HttpServerResponse.empty({ status: 204 }))),
     HttpRouter.get("/app.js", Effect.succeed(HttpServerResponse.text(page.script, { contentType: "text/javascript; charset=utf-8" }))),
-    HttpRouter.get("/api/conversations", Effect.map(web.list, (conversations) => ok({ workspace: web.workspace, conversations: conversations.map(summary) }))),
+    HttpRouter.get("/app.css", Effect.succeed(HttpServerResponse.text(page.css, { contentType: "text/css; charset=utf-8" }))),
+    HttpRouter.get("/api/info", Effect.succeed(ok(web.info))),
+    HttpRouter.get("/api/conversations", Effect.map(web.list, (conversations) => ok({ workspace: web.workspace, conversations }))),
     HttpRouter.post("/api/conversations", Effect.map(web.create, (conversation) => ok({ conversation: summary(conversation) }))),
     HttpRouter.get("/api/conversations/:id", Effect.flatMap(hostedOf(web), (h) => Effect.map(h.snapshot, ok))),
+    // The same report `baton serve` gives at this path and `baton usage --json` prints.
+    HttpRouter.get("/v1/usage", Effect.flatMap(HttpServerRequest.schemaSearchParams(UsageParams), (query) => Effect.map(web.usage(query.conversation), ok))),
+    HttpRouter.get("/api/conversations/:id/usage", Effect.flatMap(hostedOf(web), (h) => Effect.map(h.usage, ok))),
     HttpRouter.get("/api/conversations/:id/backfill", Effect.flatMap(hostedOf(web), (h) => Effect.map(h.backfill, (items) => ok({ items })))),
     HttpRouter.get("/api/conversations/:id/events", events(web, heartbeatMs)),
     HttpRouter.post(

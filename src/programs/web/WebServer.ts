@@ -8,11 +8,13 @@ import { Context, Data, Duration, Effect, Layer, Option, ParseResult, Redacted, 
 import * as Http from "node:http"
 import type { Conversation } from "../../domain/Conversation.js"
 import { Decision } from "../../domain/Events.js"
-import { ConversationId } from "../../domain/Ids.js"
+import { ConversationId, ToolCallId } from "../../domain/Ids.js"
 import type { Backend } from "../../services/Backend.js"
 import { realClock } from "../../services/RealClock.js"
 import type { ToolExecutor } from "../../services/ToolExecutor.js"
-import { isLoopbackHost } from "../server/Auth.js"
+import { InvalidInput, ToolCallAnswered } from "../../domain/Errors.js"
+import { errorAnswer } from "../../services/backend/HttpErrors.js"
+import { isLoopbackHost, payloadTooLarge } from "../server/Auth.js"
 import { makeGuard } from "./Guard.js"
 import { loadPage, type Page } from "./Page.js"
 import { type Entry, resumeAfter } from "./TaskLog.js"
@@ -44,27 +46,11 @@ export class BatonWeb extends Context.Tag("baton/Web")<BatonWeb, {
   readonly origin: string
 }>() {}
 
-const statusOf = (tag: string): number => {
-  switch (tag) {
-    case "NotFound":
-      return 404
-    case "Conflict":
-    case "ApprovalPending":
-    case "ToolCallAnswered":
-      return 409
-    case "InvalidInput":
-    case "InvalidToolCallIds":
-    case "ParseError":
-    case "RequestError":
-    case "ConfigError":
-      return 400
-    default:
-      return 500
-  }
+/** An error in `baton serve`'s form: its status and JSON (`code`, `message`), from the one mapping both use. */
+const failure = (error: { readonly message: string }) => {
+  const answer = errorAnswer(error)
+  return HttpServerResponse.unsafeJson(answer.body, { status: answer.status })
 }
-
-const failure = (error: { readonly _tag: string; readonly message?: string }) =>
-  HttpServerResponse.unsafeJson({ error: error._tag, message: error.message ?? error._tag }, { status: statusOf(error._tag) })
 
 /** A conversation as the page lists it (its tool list and prompts stay on the host). */
 const summary = (c: Conversation) => ({ id: c.id, title: c.title, created_at: c.created_at, updated_at: c.updated_at })
@@ -165,7 +151,7 @@ const routes = (web: WebHost, page: Page, heartbeatMs: number) =>
         const hosted = yield* web.get(id)
         const { decision } = yield* HttpServerRequest.schemaBodyJson(AnswerBody)
         const won = yield* hosted.answer(call, decision)
-        return won ? ok() : failure({ _tag: "ToolCallAnswered", message: `${call} is not waiting for an answer (answered already)` })
+        return won ? ok() : failure(new ToolCallAnswered({ conversationId: id, toolCallId: ToolCallId.make(call), message: `${call} is not waiting for an answer (answered already)` }))
       })
     ),
     HttpRouter.post(
@@ -212,25 +198,25 @@ const make = Effect.fn("WebServer.make")(function*(options: WebOptions) {
     if (Number(request.headers["content-length"] ?? 0) > MAX_BODY_BYTES) {
       // Read and dropped, never kept: the client gets the answer instead of a reset mid-upload.
       NodeHttpServerRequest.toIncomingMessage(request).resume()
-      return HttpServerResponse.unsafeJson(
-        { error: "InvalidInput", message: `the request body is larger than the limit of ${MAX_BODY_BYTES} bytes` },
-        { status: 413, headers: { connection: "close" } }
-      )
+      return payloadTooLarge(MAX_BODY_BYTES)
     }
     return yield* router
   }).pipe(
     // Requests here are small JSON; a body past this is refused before it fills memory.
     HttpServerRequest.withMaxBodySize(Option.some(MAX_BODY_BYTES)),
     Effect.catchTags({
-      RouteNotFound: () => Effect.succeed(HttpServerResponse.unsafeJson({ error: "NotFound", message: "no such page" }, { status: 404 }))
+      RouteNotFound: (e) => Effect.succeed(HttpServerResponse.unsafeJson({ code: "not_found", message: `no such page: ${e.request.url}` }, { status: 404 }))
     }),
     Effect.catchAll((error) =>
       Effect.succeed(
         error._tag === "ParseError"
-          ? failure({
-            _tag: "InvalidInput",
-            message: ParseResult.ArrayFormatter.formatErrorSync(error).map((i) => `${i.path.join(".") || "body"}: ${i.message}`).join("; ")
-          })
+          ? failure(
+            new InvalidInput({
+              message: ParseResult.ArrayFormatter.formatErrorSync(error).map((i) => `${i.path.join(".") || "body"}: ${i.message}`).join("; ")
+            })
+          )
+          : error._tag === "RequestError"
+          ? failure(new InvalidInput({ message: `the request body is not valid JSON: ${error.message}` }))
           : failure(error)
       ))
   )

@@ -1,3 +1,4 @@
+import * as Sse from "@effect/experimental/Sse"
 import * as HttpRouter from "@effect/platform/HttpRouter"
 import * as HttpServer from "@effect/platform/HttpServer"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
@@ -15,6 +16,7 @@ import type { ToolExecutor } from "../../services/ToolExecutor.js"
 import { InvalidInput, ToolCallAnswered } from "../../domain/Errors.js"
 import { errorAnswer } from "../../services/backend/HttpErrors.js"
 import { isLoopbackHost, payloadTooLarge } from "../server/Auth.js"
+import { HEARTBEAT } from "../server/Sse.js"
 import { makeGuard } from "./Guard.js"
 import { loadPage, type Page } from "./Page.js"
 import { type Entry, resumeAfter } from "./TaskLog.js"
@@ -69,9 +71,9 @@ const UsageParams = Schema.Struct({ conversation: Schema.optionalWith(Conversati
 
 const hostedOf = (web: WebHost) => Effect.flatMap(HttpRouter.schemaPathParams(Params), ({ id }) => web.get(id))
 
-/** A state's or event's SSE frame; the id resumes this log on a reconnect. */
+/** A state's or event's SSE frame, written by the encoder `baton serve` uses; the id resumes this log on a reconnect. */
 const frame = (epoch: string, id: number, kind: "event" | "state", data: string) =>
-  `id: ${epoch}:${id}\nevent: ${kind === "event" ? "message" : kind}\ndata: ${data}\n\n`
+  Sse.encoder.write({ _tag: "Event", event: kind === "event" ? "message" : kind, id: `${epoch}:${id}`, data })
 
 /**
  * The page may not be framed (another site could lay it under its own buttons and have you click
@@ -86,13 +88,17 @@ const PAGE_HEADERS = {
   "cache-control": "no-store"
 }
 
-const RESET = "event: reset\ndata: reset\n\n"
+const RESET = Sse.encoder.write({ _tag: "Event", event: "reset", id: undefined, data: "reset" })
+
+/** A browser reconnects a second after a broken stream (its default is longer). */
+const RETRY = Sse.encoder.write(new Sse.Retry({ duration: Duration.seconds(1), lastEventId: undefined }))
 
 /**
  * After a replayed wait, how long ago it was announced, so a page that loads mid-wait counts down
  * what is left, not the whole delay. No id: it does not move the page's resume point.
  */
-const age = (entry: Entry) => (entry.waitSince !== undefined ? `event: age\ndata: ${Math.max(0, Date.now() - entry.waitSince)}\n\n` : "")
+const age = (entry: Entry) =>
+  entry.waitSince !== undefined ? Sse.encoder.write({ _tag: "Event", event: "age", id: undefined, data: String(Math.max(0, Date.now() - entry.waitSince)) }) : ""
 
 /** The conversation's log as `text/event-stream`: after Last-Event-ID (a reconnect) or `?after=` (a page that loaded a snapshot). */
 const events = (web: WebHost, heartbeatMs: number) =>
@@ -111,10 +117,10 @@ const events = (web: WebHost, heartbeatMs: number) =>
         hosted.log.follow(n).pipe(
           Stream.takeUntil((f) => f._tag === "Reset"),
           Stream.map((f) => (f._tag === "Reset" ? RESET : frame(web.epoch, f.entry.id, f.entry.kind, f.entry.data) + age(f.entry))),
-          Stream.merge(Stream.repeatEffect(Effect.as(realClock.sleep(Duration.millis(heartbeatMs)), ": heartbeat\n\n")), { haltStrategy: "left" })
+          Stream.merge(Stream.repeatEffect(Effect.as(realClock.sleep(Duration.millis(heartbeatMs)), HEARTBEAT)), { haltStrategy: "left" })
         )
     })
-    return HttpServerResponse.stream(Stream.concat(Stream.make("retry: 1000\n\n"), body).pipe(Stream.encodeText), {
+    return HttpServerResponse.stream(Stream.concat(Stream.make(RETRY), body).pipe(Stream.encodeText), {
       contentType: "text/event-stream",
       headers: { "cache-control": "no-cache", "x-accel-buffering": "no" }
     })

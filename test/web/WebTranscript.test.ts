@@ -144,6 +144,39 @@ describe.skipIf(!haveChromium)("the transcript of baton web", () => {
     await page.close()
   })
 
+  it("the list: the first prompt's opening words, how long ago, a waiting badge, a search box; a command's colours; the header panel", async () => {
+    await inScope(world.model.enqueue(
+      Reply.toolCalls([{ id: "call_colour", name: "Bash", args: { command: "printf '\\033[31mred\\033[0m plain'" } }]),
+      Reply.text("Coloured.")
+    ))
+    const page = await world.browser.newPage()
+    const id = await newConversation(page, world.web.url)
+    await send(page, "print something in red, then something plain, and tell me what you saw")
+    await button(page, "Allow").waitFor()
+    const list = page.getByRole("navigation", { name: "Conversations" })
+    const item = list.locator(`[title="${id}"]`)
+    await item.locator(".badge.waiting").waitFor()
+    assert.strictEqual(await item.locator(".label").textContent(), "print something in red, then something plain, and tell me…")
+    assert.strictEqual(await item.locator("time").textContent(), "just now")
+    await button(page, "Allow").click()
+    await page.getByText("Coloured.").waitFor()
+    const output = page.locator("[data-call=call_colour] .terminal.output")
+    assert.strictEqual(await output.locator(".ansi-1").textContent(), "red")
+    assert.strictEqual(await output.textContent(), "red plain", "the escape codes themselves are not shown")
+    await item.locator(".badge").waitFor({ state: "detached" })
+    const search = page.getByRole("searchbox", { name: "Search conversations" })
+    await search.fill("in red")
+    assert.strictEqual(await list.getByRole("button").count(), 1)
+    await search.fill("nothing is called this")
+    assert.strictEqual(await list.getByRole("button").count(), 0)
+    await page.getByText("No conversation matches.").waitFor()
+    await page.locator("#panel summary").click()
+    const panel = page.locator("#panel-body")
+    assert.include(await panel.textContent(), "mock-model")
+    assert.include(await panel.textContent(), world.workspace)
+    await page.close()
+  })
+
   it("a subagent's work is nested under its Task call (followed live), and it is not in the conversation list", async () => {
     await inScope(world.model.enqueue(
       Reply.toolCalls([{ id: "call_task", name: "Task", args: { description: "count files", prompt: "Count the files." } }]),

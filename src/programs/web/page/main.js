@@ -49,7 +49,12 @@ const setState = (state) => {
 
 const followLog = (after) => {
   const source = new EventSource(`/api/conversations/${view.id}/events?after=${after}`)
-  source.addEventListener("message", (m) => show(view, JSON.parse(m.data), true))
+  source.addEventListener("message", (m) => {
+    const e = JSON.parse(m.data)
+    show(view, e, true)
+    // The list's badge says which conversations wait for an answer.
+    if (e.type === "approval_request" || e.type === "approval_decision") refreshList().catch(() => undefined)
+  })
   source.addEventListener("state", (m) => setState(JSON.parse(m.data)))
   source.addEventListener("age", (m) => banner.shiftWait(Number(m.data)))
   // What we asked for is gone (another task began while we were away, or the host restarted): load again.

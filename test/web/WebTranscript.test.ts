@@ -177,6 +177,22 @@ describe.skipIf(!haveChromium)("the transcript of baton web", () => {
     await page.close()
   })
 
+  it("an image a tool returns is shown inline in its card", async () => {
+    const png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+    Fs.writeFileSync(Path.join(world.workspace, "dot.png"), Buffer.from(png, "base64"))
+    await inScope(world.model.enqueue(Reply.toolCalls([{ id: "call_img", name: "Read", args: { file_path: "dot.png" } }]), Reply.text("A dot.")))
+    const page = await world.browser.newPage()
+    await newConversation(page, world.web.url)
+    await send(page, "look at dot.png")
+    await button(page, "Allow").click()
+    await page.getByText("A dot.").waitFor()
+    await page.locator("[data-call=call_img] summary").click()
+    const image = page.getByRole("img", { name: "image 1 from Read" })
+    assert.match(await image.getAttribute("src") ?? "", /^data:image\/png;base64,/)
+    assert.strictEqual(await image.evaluate((img) => (img as unknown as { naturalWidth: number }).naturalWidth), 1, "the page's CSP lets it load")
+    await page.close()
+  })
+
   it("a subagent's work is nested under its Task call (followed live), and it is not in the conversation list", async () => {
     await inScope(world.model.enqueue(
       Reply.toolCalls([{ id: "call_task", name: "Task", args: { description: "count files", prompt: "Count the files." } }]),

@@ -71,6 +71,11 @@ const toolTask = async (page: Page) => {
 describe.skipIf(!haveChromium)("the look of baton web", () => {
   it("axe-core finds no serious or critical violation: empty, a question open, tool cards; light and dark screenshots", async () => {
     const page = await world.browser.newPage()
+    // The CSP (no inline script or style, no eval) holds: the browser reports any breach on the console.
+    const breaches: Array<string> = []
+    page.on("console", (m) => {
+      if (m.text().includes("Content Security Policy")) breaches.push(m.text())
+    })
     await newConversation(page, world.web.url)
     assert.deepStrictEqual(await axeViolations(page), [], "the empty page")
     await toolTask(page)
@@ -98,6 +103,7 @@ describe.skipIf(!haveChromium)("the look of baton web", () => {
       assert.isTrue(Fs.statSync(shot).size > 10_000)
       shots.push([shot, scheme === "light" ? "web-page.png" : "web-page-dark.png"])
     }
+    assert.deepStrictEqual(breaches, [])
     if (process.env["BATON_UPDATE_SCREENSHOT"] !== undefined) for (const [shot, name] of shots) Fs.copyFileSync(shot, Path.join(ROOT, "docs", name))
     await page.close()
   })

@@ -145,7 +145,7 @@ export const setResult = (card, e) => {
     : card.name === "Task" && e.status === "success"
     ? el("div", { class: "markdown" })
     : card.diff !== undefined && e.status === "success"
-    ? el("p", { class: "hint" }, e.content.split("\n")[0])
+    ? el("p", { class: "hint" }, e.content.split("\n")[0].replace(/ The result around line \d+:$/, ""))
     : el("pre", { class: `output${e.status === "error" ? " failed" : ""}` }, e.content)
   if (output.className === "markdown") renderMarkdown(output, e.content)
   const images = (e.images ?? []).map((image, i) =>

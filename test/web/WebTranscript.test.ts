@@ -216,6 +216,11 @@ describe.skipIf(!haveChromium)("the transcript of baton web", () => {
     const listed = (await (await fetch(`${world.web.origin}/api/conversations`)).json()) as { readonly conversations: ReadonlyArray<{ readonly id: string }> }
     assert.notInclude(listed.conversations.map((c) => c.id), child)
     assert.strictEqual(await page.getByRole("navigation", { name: "Conversations" }).locator(`[title="${child}"]`).count(), 0)
+    // After a reload the subagent's work (its own conversation's history) is nested there again.
+    await page.reload()
+    await page.getByText("The subagent counted them.").waitFor()
+    assert.include(await nested.textContent(), "There are a few files.")
+    assert.strictEqual(await nested.locator("[data-call=call_child_ls]").count(), 1)
     await page.close()
   })
 })

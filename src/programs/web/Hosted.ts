@@ -88,7 +88,7 @@ export interface Hosted {
 const SNAPSHOT_ITEMS = 400
 
 /** What happened, as the page shows it: the trace's items (never context-only carry-over). */
-const shown = (items: ReadonlyArray<StoredItem>) => items.filter((i) => i.inTrace).map((i) => i.item)
+export const shown = (items: ReadonlyArray<StoredItem>) => items.filter((i) => i.inTrace).map((i) => i.item)
 
 /** A task event as a log entry; a reconnect wait (or a client-side `wait`, once tasks emit one) is marked to count down. */
 const event = (e: TaskEvent) => ({

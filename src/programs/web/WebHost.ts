@@ -1,13 +1,14 @@
 import { Effect, FiberSet, Scope, Stream, SynchronizedRef } from "effect"
 import type { Conversation } from "../../domain/Conversation.js"
 import type { BackendError, ConfigError } from "../../domain/Errors.js"
+import type { TaskEvent } from "../../domain/Events.js"
 import type { StoredItem } from "../../domain/History.js"
 import type { ConversationId } from "../../domain/Ids.js"
 import type { UsageReport } from "../../domain/Usage.js"
 import { Backend } from "../../services/Backend.js"
 import { ToolExecutor } from "../../services/ToolExecutor.js"
 import { DEFAULT_SYSTEM_PROMPT, open } from "../session/Session.js"
-import { type HostInfo, type Hosted, type HostOptions, make as makeHosted } from "./Hosted.js"
+import { type HostInfo, type Hosted, type HostOptions, make as makeHosted, shown } from "./Hosted.js"
 
 /*
  * programs/web/ is `baton web`: this host (the workspace's conversations, one Session each), Hosted
@@ -41,6 +42,16 @@ const openingOf = (items: ReadonlyArray<StoredItem>): string | undefined => {
   return text.length > OPENING_CHARS ? `${text.slice(0, OPENING_CHARS - 1).replace(/\s\S*$/, "")}…` : text
 }
 
+/** A subagent as its parent's page shows it: under the Task call that started it. */
+export interface Subagent {
+  readonly id: ConversationId
+  readonly tool_call_id: string
+  readonly title?: string
+  readonly items: ReadonlyArray<TaskEvent>
+}
+
+const SUBAGENT_ITEMS = 400
+
 export interface WebHost {
   readonly workspace: string
   /** What the page's header panel shows: the workspace, what the command knows, whether usage is priced. */
@@ -50,6 +61,8 @@ export interface WebHost {
   readonly list: Effect.Effect<ReadonlyArray<Listed>, BackendError>
   readonly create: Effect.Effect<Conversation, BackendError>
   readonly get: (id: ConversationId) => Effect.Effect<Hosted, BackendError | ConfigError>
+  /** A conversation's subagents with what they did, for the page to nest under their Task calls. */
+  readonly subagents: (parent: ConversationId) => Effect.Effect<ReadonlyArray<Subagent>, BackendError>
   /** What `GET /v1/usage` reports: one conversation's, or every conversation's. */
   readonly usage: (conversation: ConversationId | undefined) => Effect.Effect<UsageReport, BackendError>
 }
@@ -126,6 +139,15 @@ export const make = Effect.fn("WebHost.make")(function*(options: HostOptions) {
       (tools) => backend.createConversation({ system_prompt: DEFAULT_SYSTEM_PROMPT, ...options.settings, tools, workspace: executor.workspace })
     ),
     get,
+    subagents: (parent) =>
+      Effect.flatMap(backend.listConversations({ parent, limit: 100 }), (page) =>
+        Effect.forEach(page.items, (c) =>
+          Effect.map(backend.history(c.id, { limit: SUBAGENT_ITEMS }), (items): Subagent => ({
+            id: c.id,
+            tool_call_id: c.parent?.tool_call_id ?? "",
+            ...(c.title !== undefined ? { title: c.title } : {}),
+            items: shown(items)
+          })), { concurrency: 4 })),
     usage: (conversation) =>
       backend.usage({
         ...(conversation !== undefined ? { conversationId: conversation } : {}),

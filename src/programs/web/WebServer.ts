@@ -138,6 +138,10 @@ const routes = (web: WebHost, page: Page, heartbeatMs: number) =>
     HttpRouter.get("/api/conversations/:id", Effect.flatMap(hostedOf(web), (h) => Effect.map(h.snapshot, ok))),
     // The same report `baton serve` gives at this path and `baton usage --json` prints.
     HttpRouter.get("/v1/usage", Effect.flatMap(HttpServerRequest.schemaSearchParams(UsageParams), (query) => Effect.map(web.usage(query.conversation), ok))),
+    HttpRouter.get(
+      "/api/conversations/:id/subagents",
+      Effect.flatMap(HttpRouter.schemaPathParams(Params), ({ id }) => Effect.map(web.subagents(id), (subagents) => ok({ subagents })))
+    ),
     HttpRouter.get("/api/conversations/:id/usage", Effect.flatMap(hostedOf(web), (h) => Effect.map(h.usage, ok))),
     HttpRouter.get("/api/conversations/:id/backfill", Effect.flatMap(hostedOf(web), (h) => Effect.map(h.backfill, (items) => ok({ items })))),
     HttpRouter.get("/api/conversations/:id/events", events(web, heartbeatMs)),

@@ -7,7 +7,7 @@ import { $, api, notice } from "./dom.js"
 import { loadPanel } from "./panel.js"
 import { listenForKeys } from "./questions.js"
 import { markCurrent, refreshList, setupSidebar } from "./sidebar.js"
-import { newPane, show } from "./transcript.js"
+import { newPane, show, showSubagents } from "./transcript.js"
 import { makeUsage } from "./usage.js"
 
 /** What the page shows of one conversation, rebuilt from the snapshot and the events. */
@@ -90,6 +90,10 @@ const open = async (id) => {
   if (location.hash !== `#${id}`) history.replaceState(null, "", `#${id}`)
   showTitle(snapshot.conversation.title)
   for (const item of snapshot.items) show(view, item, false)
+  if ([...view.pane.calls.values()].some((card) => card.name === "Task")) {
+    const { subagents } = await api("GET", `/api/conversations/${encodeURIComponent(id)}/subagents`)
+    if (view.id === id) showSubagents(view, subagents)
+  }
   view.pane.text = null
   view.pane.reasoning = null
   renderComposer()

@@ -186,3 +186,15 @@ const showIn = (view, pane, e, key, live) => {
       break
   }
 }
+
+/**
+ * Subagents of calls in the history (their events are their own conversations', not the parent's):
+ * loaded with the conversation and nested under the Task calls that started them.
+ */
+export const showSubagents = (view, subagents) => {
+  for (const agent of subagents) {
+    if (!view.pane.calls.has(agent.tool_call_id) || view.children.has(agent.id)) continue
+    const origin = { conversation_id: agent.id, tool_call_id: agent.tool_call_id, description: agent.title ?? "subagent" }
+    for (const item of agent.items) show(view, { ...item, origin }, false)
+  }
+}

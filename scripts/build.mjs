@@ -7,10 +7,12 @@
 //            (a native addon), and `require` is provided for the CommonJS code inside the bundle.
 // dist/lib/  every module of src/ as plain ESM (one file each), what package.json `exports` maps:
 //            `import { open } from "baton/Session"`. Types: dist/types/ (tsc -p tsconfig.build.json).
+// dist/page/ the page of `baton web` (scripts/build-page.mjs).
 import { build } from "esbuild"
 import { readdirSync, rmSync } from "node:fs"
 import { join, relative } from "node:path"
 import { fileURLToPath } from "node:url"
+import { buildPage } from "./build-page.mjs"
 
 const root = fileURLToPath(new URL("..", import.meta.url))
 const sources = (dir) =>
@@ -48,5 +50,6 @@ await Promise.all([
     target: "node20",
     sourcemap: true,
     logLevel: "warning"
-  })
+  }),
+  buildPage(root)
 ])

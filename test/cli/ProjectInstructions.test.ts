@@ -111,7 +111,7 @@ describe("project instructions", () => {
       const { home, workspace } = layout(dirs.root)
       const model = yield* MockModelServer.make({ replies: [] })
       const paths = (web: { readonly origin: string }) =>
-        Effect.promise(() => fetch(`${web.origin}/api/conversations`).then((r) => r.json() as Promise<{ readonly instructions: ReadonlyArray<string> }>))
+        Effect.promise(() => fetch(`${web.origin}/api/info`).then((r) => r.json() as Promise<{ readonly instructions: ReadonlyArray<string> }>))
       const on = yield* startWeb(["--port", "0", "-w", workspace, "--home", home], model.childEnv("openai-chat"))
       assert.deepStrictEqual((yield* paths(on)).instructions, [
         Path.join(home, "AGENTS.md"),

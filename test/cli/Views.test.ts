@@ -3,7 +3,7 @@ import type { TaskEvent } from "../../src/domain/Events.js"
 import type { ToolCall } from "../../src/domain/Messages.js"
 import type { ApprovalRequest } from "../../src/programs/session/ApprovalGate.js"
 import { parseAnswer, questionLines } from "../../src/programs/cli/view/ApprovalView.js"
-import { callHeader, type DiffLine, editDiff } from "../../src/programs/cli/view/CallView.js"
+import { callHeader, type DiffLine, editDiff } from "../../src/domain/CallPreview.js"
 import { initialView, type Piece, resultExcerpt, type ViewState, viewEvent } from "../../src/programs/cli/view/EventView.js"
 import { exitCodeFor, stepOutcome, type Outcome } from "../../src/programs/cli/ExitCode.js"
 import { describePhase, initialPhase, type Phase, stepPhase } from "../../src/programs/cli/view/Phase.js"
@@ -19,7 +19,7 @@ const show = (lines: ReadonlyArray<DiffLine>) =>
 
 const FILE = ["one", "two", "three", "four", "five", "six"].join("\n") + "\n"
 
-describe("CallView", () => {
+describe("CallPreview", () => {
   it("names what each tool touches", () => {
     assert.deepStrictEqual(callHeader(call("Bash", { command: "npm test" })), { tool: "Bash", subject: "npm test" })
     assert.deepStrictEqual(callHeader(call("Read", { file_path: "a.ts", offset: 10, limit: 5 })), { tool: "Read", subject: "a.ts (lines 10–14)" })

@@ -5,6 +5,7 @@ import { layerScripted, Turn } from "../../src/services/provider/Scripted.js"
 import { layerMemory } from "../../src/services/store/Memory.js"
 import { fetchJson, localBackend, serveOn } from "../support/serverHarness.js"
 import { collect, input, toolResult, user } from "../support/testing.js"
+import { assertErrorJson } from "../support/httpErrors.js"
 
 /**
  * The bad-input corpus of `baton serve`: every malformed request gets a clear JSON error with a
@@ -93,11 +94,7 @@ describe("baton serve: the bad-input corpus", () => {
           ...(c.body !== undefined ? { body: c.body } : {}),
           ...(c.headers !== undefined ? { headers: c.headers } : {})
         })
-        const body = response.body as { readonly code?: string; readonly message?: string } | undefined
-        assert.strictEqual(response.status, c.status, `${c.name}: ${JSON.stringify(body)}`)
-        assert.strictEqual(body?.code, c.code, c.name)
-        assert.isString(body?.message, c.name)
-        if (c.mentions !== undefined) assert.include(body?.message ?? "", c.mentions, c.name)
+        assertErrorJson(response, c, c.name)
         const health = yield* fetchJson(`${server.url}/healthz`)
         assert.strictEqual(health.status, 200, `the server still serves after: ${c.name}`)
       }

@@ -4,6 +4,7 @@ import * as Fs from "node:fs"
 import * as Http from "node:http"
 import * as Path from "node:path"
 import { cliDirs, runCli, startServe } from "../support/cliProcess.js"
+import { assertErrorJson } from "../support/httpErrors.js"
 import * as MockModelServer from "../support/MockModelServer.js"
 import { Reply } from "../support/MockModelServer.js"
 import { haveBwrap } from "../support/sandbox.js"
@@ -53,13 +54,12 @@ describe("baton web over plain HTTP (built CLI): who may use it, approvals with 
       const web = yield* startWeb(["--port", "0", "-w", dirs.workspace, "--home", dirs.home, "--sandbox", "read-only"], model.childEnv("anthropic"))
       const api = `${web.origin}/api/conversations`
       const port = new URL(web.origin).port
-      const { sandbox } = JSON.parse((yield* request(api)).body)
+      const { sandbox } = JSON.parse((yield* request(`${web.origin}/api/info`)).body)
       assert.deepStrictEqual([sandbox.mode, sandbox.network, sandbox.active], ["read-only", false, haveBwrap], "the page can show how Bash runs")
       const rebound = yield* request(api, { headers: { host: `attacker.example:${port}` } })
-      assert.strictEqual(rebound.status, 403)
-      assert.include(rebound.body, "attacker.example")
+      assertErrorJson(rebound, { status: 403, code: "forbidden", mentions: "attacker.example" })
       const crossSite = yield* request(api, { method: "POST", headers: { ...json, origin: "http://attacker.example" }, body: "{}" })
-      assert.strictEqual(crossSite.status, 403)
+      assertErrorJson(crossSite, { status: 403, code: "forbidden", mentions: "attacker.example" })
       const noOrigin = yield* request(api, { method: "POST", headers: json, body: "{}" })
       assert.strictEqual(noOrigin.status, 403)
       // Nothing was created by the refused requests.
@@ -81,7 +81,7 @@ describe("baton web over plain HTTP (built CLI): who may use it, approvals with 
       const web = yield* startWeb(["--port", "0", "--token", token, "-w", dirs.workspace, "--home", dirs.home], model.childEnv("anthropic"))
       assert.strictEqual(web.url, `${web.origin}/?token=${token}`)
       const api = `${web.origin}/api/conversations`
-      assert.strictEqual((yield* request(api)).status, 401)
+      assertErrorJson(yield* request(api), { status: 401, code: "unauthorized", mentions: "token" })
       assert.strictEqual((yield* request(`${web.origin}/`)).status, 401)
       assert.strictEqual((yield* request(`${web.origin}/?token=wrong`)).status, 401)
       const entry = yield* request(web.url)
@@ -224,17 +224,20 @@ describe("baton web over plain HTTP (built CLI): who may use it, approvals with 
       const headers = { ...json, origin: web.origin }
       const { conversation } = JSON.parse((yield* request(`${web.origin}/api/conversations`, { method: "POST", headers })).body)
       const base = `${web.origin}/api/conversations/${conversation.id}`
+      // The same error form as `baton serve`'s API (status, `code`, `message`).
       const empty = yield* request(`${base}/tasks`, { method: "POST", headers, body: JSON.stringify({ prompt: "   " }) })
-      assert.deepStrictEqual([empty.status, JSON.parse(empty.body).message], [400, "prompt: the message is empty"])
+      assertErrorJson(empty, { status: 400, code: "invalid_input", mentions: "prompt: the message is empty" })
       const notJson = yield* request(`${base}/tasks`, { method: "POST", headers, body: "{\"prompt\":" })
-      assert.strictEqual(notJson.status, 400)
+      assertErrorJson(notJson, { status: 400, code: "invalid_input", mentions: "JSON" })
       const decision = yield* request(`${base}/approvals/call_1`, { method: "POST", headers, body: JSON.stringify({ decision: "yes" }) })
-      assert.strictEqual(decision.status, 400)
-      assert.include(decision.body, "allow_always")
+      assertErrorJson(decision, { status: 400, code: "invalid_input", mentions: "allow_always" })
+      const unanswerable = yield* request(`${base}/approvals/call_1`, { method: "POST", headers, body: JSON.stringify({ decision: "allow" }) })
+      assertErrorJson(unanswerable, { status: 409, code: "tool_call_answered", mentions: "call_1" })
       const unknown = yield* request(`${web.origin}/api/conversations/conv-nope/tasks`, { method: "POST", headers, body: JSON.stringify({ prompt: "hi" }) })
-      assert.strictEqual(unknown.status, 404)
+      assertErrorJson(unknown, { status: 404, code: "not_found", mentions: "conv-nope" })
       const huge = yield* request(`${base}/tasks`, { method: "POST", headers, body: JSON.stringify({ prompt: "x".repeat(2 * 1024 * 1024) }) })
-      assert.strictEqual(huge.status, 413)
+      assertErrorJson(huge, { status: 413, code: "payload_too_large", mentions: "limit" })
+      assertErrorJson(yield* request(`${web.origin}/api/nothing-here`), { status: 404, code: "not_found" })
       assert.strictEqual((yield* model.requests).length, 0, "no model request was made")
       assert.deepStrictEqual(JSON.parse((yield* request(base)).body).state, { running: false, lock: null })
     }))

@@ -1,14 +1,13 @@
-import { Effect, Exit, Scope } from "effect"
+import { Effect } from "effect"
 import * as Fs from "node:fs"
 import * as Http from "node:http"
-import * as Os from "node:os"
 import * as Path from "node:path"
-import { type BrowserContext, chromium, type Page } from "playwright-core"
-import { afterAll, assert, beforeAll, describe, it } from "vitest"
-import { ROOT } from "../support/cliProcess.js"
+import type { Page } from "playwright-core"
+import { assert, describe, it } from "vitest"
 import * as MockModelServer from "../support/MockModelServer.js"
 import { Reply } from "../support/MockModelServer.js"
-import { CHROMIUM, CHROMIUM_FLAGS, haveChromium, startWeb } from "../support/webProcess.js"
+import { button, message, newConversation as newPage, send, useWebWorld } from "../support/webBrowser.js"
+import { haveChromium, startWeb } from "../support/webProcess.js"
 
 /**
  * `baton web` in a real Chromium (Debian's /usr/bin/chromium driven by playwright-core) against a
@@ -16,20 +15,9 @@ import { CHROMIUM, CHROMIUM_FLAGS, haveChromium, startWeb } from "../support/web
  * reused where they can be: these are the slowest tests of the suite, kept few.
  */
 
-if (!haveChromium) {
-  if (process.env["BATON_REQUIRE_CHROMIUM"] !== undefined) throw new Error(`${CHROMIUM} is missing: .ci/run installs it (apt-get install -y chromium)`)
-  console.warn(`test/web/WebPage.test.ts: SKIPPED, ${CHROMIUM} is not installed (apt-get install -y chromium; .ci/run does it)`)
-}
-
-const scope = Effect.runSync(Scope.make())
-const inScope = <A, E>(effect: Effect.Effect<A, E, Scope.Scope>) => Effect.runPromise(Scope.extend(effect, scope))
-
-let browser: BrowserContext
-let tmp: string
-let model: MockModelServer.MockModelServer
-let web: Effect.Effect.Success<ReturnType<typeof startWeb>>
-let workspace: string
-let home: string
+const world = useWebWorld("test/web/WebPage.test.ts")
+const { inScope } = world
+const newConversation = (page: Page) => newPage(page, world.web.url)
 
 /** A 503 as Anthropic sends it when overloaded, with the wait it asks for. */
 const overloaded = () =>
@@ -38,99 +26,54 @@ const overloaded = () =>
     body: JSON.stringify({ type: "error", error: { type: "overloaded_error", message: "Overloaded" } })
   })
 
-const message = (page: Page) => page.getByRole("textbox", { name: "Message" })
-const button = (page: Page, name: string) => page.getByRole("button", { name, exact: true })
-
-const newConversation = async (page: Page) => {
-  await page.goto(web.url)
-  const [created] = await Promise.all([
-    page.waitForResponse((r) => r.request().method() === "POST" && new URL(r.url()).pathname === "/api/conversations"),
-    button(page, "New conversation").click()
-  ])
-  const { conversation } = (await created.json()) as { readonly conversation: { readonly id: string } }
-  await page.waitForURL((url) => url.hash === `#${conversation.id}`)
-  return conversation.id
-}
-
-const send = async (page: Page, text: string) => {
-  await message(page).fill(text)
-  await button(page, "Send").click()
-}
-
-beforeAll(async () => {
-  if (!haveChromium) return
-  tmp = Fs.mkdtempSync(Path.join(Os.tmpdir(), "baton-web-"))
-  workspace = Fs.realpathSync(Fs.mkdirSync(Path.join(tmp, "ws"), { recursive: true }) ?? Path.join(tmp, "ws"))
-  home = Path.join(tmp, "home")
-  model = await inScope(MockModelServer.make())
-  web = await inScope(startWeb(["--port", "0", "-w", workspace, "--home", home], model.childEnv("anthropic")))
-  browser = await chromium.launchPersistentContext(Path.join(tmp, "profile"), {
-    executablePath: CHROMIUM,
-    headless: true,
-    args: CHROMIUM_FLAGS,
-    viewport: { width: 1100, height: 760 }
-  })
-  browser.setDefaultTimeout(10_000)
-  browser.on("page", (page) => {
-    page.on("pageerror", (error) => console.error(`page error: ${error.message}`))
-  })
-})
-
-afterAll(async () => {
-  await browser?.close()
-  await Effect.runPromise(Scope.close(scope, Exit.void))
-  if (tmp !== undefined) Fs.rmSync(tmp, { recursive: true, force: true })
-})
-
 describe.skipIf(!haveChromium)("baton web in Chromium", () => {
-  it("a tool task approved by clicking Allow: arguments, results, the edit's diff, reasoning collapsed, usage, a title; a screenshot", async () => {
-    Fs.writeFileSync(Path.join(workspace, "a.txt"), "alpha\n")
-    await inScope(model.enqueue(
+  it("a tool task approved by clicking Allow: arguments, results, the edit's diff, reasoning collapsed, usage, a title", async () => {
+    Fs.writeFileSync(Path.join(world.workspace, "a.txt"), "alpha\n")
+    await inScope(world.model.enqueue(
       Reply.toolCalls([{ id: "call_read", name: "Read", args: { file_path: "a.txt" } }]),
       Reply.toolCalls([{ id: "call_edit", name: "Edit", args: { file_path: "a.txt", old_string: "alpha", new_string: "beta" } }]),
       Reply.text("I changed alpha to beta in a.txt.", { reasoning: { text: "The file says alpha; the user wants beta." } })
     ))
-    const page = await browser.newPage()
+    const page = await world.browser.newPage()
     await newConversation(page)
     await send(page, "change alpha to beta in a.txt")
     await button(page, "Allow").click()
     // The second call is asked in its turn; "Allow always" grants Edit for the session.
     await page.locator("[data-call=call_edit]").getByRole("button", { name: "Allow always" }).click()
     await page.getByText("I changed alpha to beta in a.txt.").waitFor()
-    assert.strictEqual(Fs.readFileSync(Path.join(workspace, "a.txt"), "utf8"), "beta\n")
+    assert.strictEqual(Fs.readFileSync(Path.join(world.workspace, "a.txt"), "utf8"), "beta\n")
     const read = page.locator("[data-call=call_read]")
     assert.include(await read.textContent(), "allowed by you")
     assert.include(await read.locator(".result").textContent(), "alpha")
     const edit = page.locator("[data-call=call_edit]")
-    assert.strictEqual(await edit.locator(".diff .del").first().textContent(), "- alpha\n")
-    assert.strictEqual(await edit.locator(".diff .add").first().textContent(), "+ beta\n")
+    // The terminal's diff: line number, mark, text.
+    assert.strictEqual(await edit.locator(".diff .del").first().textContent(), "1-alpha\n")
+    assert.strictEqual(await edit.locator(".diff .del .ln").first().textContent(), "1")
+    assert.strictEqual(await edit.locator(".diff .add").first().textContent(), "1+beta\n")
+    assert.strictEqual(await edit.locator("summary").textContent(), "Edit a.txt · +1 −1")
     assert.include(await edit.textContent(), "allowed always by you")
     const reasoning = page.locator("details.reasoning")
     assert.isFalse(await reasoning.evaluate((d) => d.hasAttribute("open")), "reasoning is collapsed")
     assert.include(await reasoning.textContent(), "The file says alpha")
     assert.match(await page.getByLabel("Token usage").textContent() ?? "", /this task: 45 tokens · conversation: 45 tokens in 3 requests/)
     await button(page, "Send").waitFor()
-    await inScope(model.enqueue(Reply.text("Alpha to beta in a.txt")))
+    await inScope(world.model.enqueue(Reply.text("Alpha to beta in a.txt")))
     await button(page, "Name it").click()
     await page.getByRole("heading", { name: "Alpha to beta in a.txt" }).waitFor()
     await page.getByRole("navigation", { name: "Conversations" }).getByRole("button", { name: "Alpha to beta in a.txt" }).waitFor()
-    const shot = Path.join(tmp, "finished-task.png")
-    await page.screenshot({ path: shot })
-    assert.isTrue(Fs.statSync(shot).size > 10_000)
-    if (process.env["BATON_UPDATE_SCREENSHOT"] !== undefined) Fs.copyFileSync(shot, Path.join(ROOT, "docs", "web-page.png"))
     await page.close()
   })
 
   it("streams as it arrives; a reload restores the transcript and re-joins the running task with its pending question; two tabs, the first answer wins", async () => {
-    await inScope(model.enqueue(Reply.text("First answer.")))
-    const tabA = await browser.newPage()
+    await inScope(world.model.enqueue(Reply.text("First answer.")))
+    const tabA = await world.browser.newPage()
     const id = await newConversation(tabA)
     await send(tabA, "first")
     await tabA.getByText("First answer.").waitFor()
     let release = () => {}
     const held = new Promise<void>((resolve) => (release = resolve))
     // message_start, content_block_start, the first text delta; the rest waits for `held`.
-    await inScope(model.enqueue(
+    await inScope(world.model.enqueue(
       Reply.scenario({ text: ["Let me ", "list it."], toolCalls: [{ id: "call_ls", name: "LS", args: {} }] }, { writes: [{ events: 3 }, { events: 100, after: held }] }),
       Reply.text("Listed.")
     ))
@@ -154,21 +97,21 @@ describe.skipIf(!haveChromium)("baton web in Chromium", () => {
     await tabA.reload()
     await button(tabA, "Allow").waitFor()
     assert.include(await tabA.locator("#transcript").textContent(), "Let me list it.")
-    const tabB = await browser.newPage()
-    await tabB.goto(`${web.url}#${id}`)
+    const tabB = await world.browser.newPage()
+    await tabB.goto(`${world.web.url}#${id}`)
     await button(tabB, "Allow").click()
     await tabA.locator("[data-call=call_ls]").getByText("allowed by you").waitFor()
     assert.strictEqual(await button(tabA, "Allow").count(), 0, "the other tab shows the question answered")
-    const late = await fetch(`${web.origin}/api/conversations/${id}/approvals/call_ls`, {
+    const late = await fetch(`${world.web.origin}/api/conversations/${id}/approvals/call_ls`, {
       method: "POST",
-      headers: { origin: web.origin, "content-type": "application/json" },
+      headers: { origin: world.web.origin, "content-type": "application/json" },
       body: JSON.stringify({ decision: "deny" })
     })
     assert.strictEqual(late.status, 409, "a second answer is refused")
     await tabA.getByText("Listed.").waitFor()
     await tabB.getByText("Listed.").waitFor()
     assert.strictEqual(await tabB.locator(".user.steering").textContent(), "and count them")
-    assert.include((await inScope(model.requests)).at(-1)!.body, "and count them", "the steering went with the next model request")
+    assert.include((await inScope(world.model.requests)).at(-1)!.body, "and count them", "the steering went with the next model request")
     await button(tabB, "Send").waitFor()
     assert.strictEqual(await tabB.locator("[data-call=call_ls] .result .status-success").count(), 1)
     await tabA.close()
@@ -176,10 +119,10 @@ describe.skipIf(!haveChromium)("baton web in Chromium", () => {
   })
 
   it("a 503's countdown cut short by Retry now (before the announced delay, same attempt count); another abandoned with Abandon; Stop", async () => {
-    await inScope(model.enqueue(overloaded(), Reply.text("Recovered.")))
-    const page = await browser.newPage()
+    await inScope(world.model.enqueue(overloaded(), Reply.text("Recovered.")))
+    const page = await world.browser.newPage()
     const id = await newConversation(page)
-    const before = (await inScope(model.requests)).length
+    const before = (await inScope(world.model.requests)).length
     await send(page, "try")
     const timer = page.getByRole("timer")
     await timer.getByText(/retrying in 20 s/).waitFor()
@@ -191,10 +134,10 @@ describe.skipIf(!haveChromium)("baton web in Chromium", () => {
     await button(page, "Retry now").click()
     await page.getByText("Recovered.").waitFor()
     assert.strictEqual(await timer.count(), 0)
-    const requests = (await inScope(model.requests)).slice(before)
+    const requests = (await inScope(world.model.requests)).slice(before)
     assert.strictEqual(requests.length, 2)
     const waited = requests[1]!.receivedAt - requests[0]!.receivedAt
-    const snapshot = (await (await fetch(`${web.origin}/api/conversations/${id}`)).json()) as {
+    const snapshot = (await (await fetch(`${world.web.origin}/api/conversations/${id}`)).json()) as {
       readonly items: ReadonlyArray<{ readonly type: string; readonly status?: string; readonly retry_in_ms?: number; readonly attempt?: number }>
     }
     const announced = snapshot.items.find((i) => i.type === "request_end" && i.status === "retrying")?.retry_in_ms
@@ -202,7 +145,7 @@ describe.skipIf(!haveChromium)("baton web in Chromium", () => {
     assert.isBelow(waited, 15_000, "the retry came before the announced delay")
     assert.deepStrictEqual(snapshot.items.filter((i) => i.type === "request_begin").map((i) => i.attempt), [0, 1], "the count is unchanged")
 
-    await inScope(model.enqueue(overloaded()))
+    await inScope(world.model.enqueue(overloaded()))
     await send(page, "again")
     await timer.getByText(/retrying in/).waitFor()
     await button(page, "Abandon").click()
@@ -210,10 +153,10 @@ describe.skipIf(!haveChromium)("baton web in Chromium", () => {
     await button(page, "Send").waitFor()
     assert.strictEqual(await button(page, "Stop").isHidden(), true)
     assert.strictEqual(await timer.count(), 0)
-    assert.strictEqual((await inScope(model.requests)).length, before + 3, "abandoned: no retry was sent")
+    assert.strictEqual((await inScope(world.model.requests)).length, before + 3, "abandoned: no retry was sent")
 
     // Stop ends a task that waits for an answer; its question is closed, not left to click.
-    await inScope(model.enqueue(Reply.toolCalls([{ id: "call_stop", name: "Bash", args: { command: "echo never" } }])))
+    await inScope(world.model.enqueue(Reply.toolCalls([{ id: "call_stop", name: "Bash", args: { command: "echo never" } }])))
     await send(page, "run it")
     await button(page, "Allow").waitFor()
     await button(page, "Stop").click()
@@ -225,7 +168,7 @@ describe.skipIf(!haveChromium)("baton web in Chromium", () => {
 
   /** A new page's first prompt, refused by the model: the Message box locks and Retry is offered. */
   const lockedByRefusal = async (url: string) => {
-    const page = await browser.newPage()
+    const page = await world.browser.newPage()
     await page.goto(url)
     await button(page, "New conversation").click()
     await send(page, "hello")
@@ -236,20 +179,20 @@ describe.skipIf(!haveChromium)("baton web in Chromium", () => {
 
   it("a 401 locks the Message box, names the credentials and offers Retry; it unlocks by itself once the host has new credentials", async () => {
     const port = 0
-    const env = (key: string) => ({ ...model.childEnv("anthropic"), BATON_API_KEY: key })
-    const authHome = Path.join(tmp, "auth-home")
+    const env = (key: string) => ({ ...world.model.childEnv("anthropic"), BATON_API_KEY: key })
+    const authHome = Path.join(world.tmp, "auth-home")
     const rejected = () =>
       Reply.status(401, { body: JSON.stringify({ type: "error", error: { type: "authentication_error", message: "invalid x-api-key" } }) })
-    await inScope(model.enqueue(rejected(), rejected()))
-    const first = await inScope(startWeb(["--port", String(port), "-w", workspace, "--home", authHome], env("sk-rejected")))
+    await inScope(world.model.enqueue(rejected(), rejected()))
+    const first = await inScope(startWeb(["--port", String(port), "-w", world.workspace, "--home", authHome], env("sk-rejected")))
     const page = await lockedByRefusal(first.url)
     assert.isTrue(await button(page, "Send").isDisabled())
     const banner = await page.locator("#banner").textContent()
-    assert.include(banner, `the API key for anthropic at ${model.url} (BATON_API_KEY)`)
+    assert.include(banner, `the API key for anthropic at ${world.model.url} (BATON_API_KEY)`)
     assert.include(banner, "invalid x-api-key")
-    const before = (await inScope(model.requests)).length
+    const before = (await inScope(world.model.requests)).length
     await button(page, "Retry").click()
-    const retried = (await inScope(model.awaitRequests(before + 1)))[before]!
+    const retried = (await inScope(world.model.awaitRequests(before + 1)))[before]!
     // Retry re-runs the conversation: the prompt is in the request once, not sent again.
     assert.deepStrictEqual(MockModelServer.userTexts(retried), ["hello"])
     await page.getByText("stopped: auth", { exact: false }).nth(1).waitFor()
@@ -257,35 +200,35 @@ describe.skipIf(!haveChromium)("baton web in Chromium", () => {
     assert.isTrue(await message(page).isDisabled(), "refused again: still locked")
     // New credentials: the host restarts with them on the same address; the page reconnects by itself.
     await Effect.runPromise(first.stop)
-    await inScope(startWeb(["--port", new URL(first.origin).port, "-w", workspace, "--home", authHome], env("sk-accepted")))
+    await inScope(startWeb(["--port", new URL(first.origin).port, "-w", world.workspace, "--home", authHome], env("sk-accepted")))
     await page.locator("#message:enabled").waitFor({ timeout: 15_000 })
     assert.strictEqual(await button(page, "Retry").count(), 0)
-    await inScope(model.enqueue(Reply.text("Authorized now.")))
+    await inScope(world.model.enqueue(Reply.text("Authorized now.")))
     await send(page, "hello again")
     await page.getByText("Authorized now.").waitFor()
-    const last = (await inScope(model.requests)).at(-1)!
+    const last = (await inScope(world.model.requests)).at(-1)!
     assert.strictEqual(last.headers["x-api-key"], "sk-accepted")
     assert.deepStrictEqual(MockModelServer.userTexts(last), ["hello", "hello again"])
     await page.close()
   })
 
   it("with an apiKeyHelper the lock opens by itself once the helper prints another key, without a restart", async () => {
-    const helperHome = Path.join(tmp, "helper-home")
-    const keyFile = Path.join(tmp, "rotating-key")
+    const helperHome = Path.join(world.tmp, "helper-home")
+    const keyFile = Path.join(world.tmp, "rotating-key")
     Fs.mkdirSync(helperHome, { recursive: true })
     Fs.writeFileSync(keyFile, "sk-refused\n")
     Fs.writeFileSync(Path.join(helperHome, "settings.json"), JSON.stringify({ apiKeyHelper: `cat '${keyFile}'` }))
-    await inScope(model.enqueue(
+    await inScope(world.model.enqueue(
       Reply.status(401, { body: JSON.stringify({ type: "error", error: { type: "authentication_error", message: "invalid x-api-key" } }) })
     ))
-    const host = await inScope(startWeb(["--port", "0", "-w", workspace, "--home", helperHome], model.childEnv("anthropic")))
+    const host = await inScope(startWeb(["--port", "0", "-w", world.workspace, "--home", helperHome], world.model.childEnv("anthropic")))
     const page = await lockedByRefusal(host.url)
     Fs.writeFileSync(keyFile, "sk-rotated\n")
     await page.locator("#message:enabled").waitFor({ timeout: 15_000 })
-    await inScope(model.enqueue(Reply.text("Rotated in.")))
+    await inScope(world.model.enqueue(Reply.text("Rotated in.")))
     await send(page, "hello again")
     await page.getByText("Rotated in.").waitFor()
-    assert.strictEqual((await inScope(model.requests)).at(-1)!.headers["x-api-key"], "sk-rotated")
+    assert.strictEqual((await inScope(world.model.requests)).at(-1)!.headers["x-api-key"], "sk-rotated")
     await page.close()
   })
 
@@ -293,13 +236,13 @@ describe.skipIf(!haveChromium)("baton web in Chromium", () => {
     const other = Http.createServer((_req, res) => res.end("<!doctype html><title>another site</title>"))
     await new Promise<void>((resolve) => other.listen(0, "127.0.0.1", resolve))
     try {
-      const list = async () => ((await (await fetch(`${web.origin}/api/conversations`)).json()) as { conversations: ReadonlyArray<unknown> }).conversations.length
+      const list = async () => ((await (await fetch(`${world.web.origin}/api/conversations`)).json()) as { conversations: ReadonlyArray<unknown> }).conversations.length
       const count = await list()
-      const page = await browser.newPage()
+      const page = await world.browser.newPage()
       await page.goto(`http://127.0.0.1:${(other.address() as { port: number }).port}/`)
       const [refused] = await Promise.all([
-        page.waitForResponse((r) => r.url() === `${web.origin}/api/conversations`),
-        page.evaluate((url) => fetch(url, { method: "POST", mode: "no-cors", body: "{}" }).catch(() => undefined), `${web.origin}/api/conversations`)
+        page.waitForResponse((r) => r.url() === `${world.web.origin}/api/conversations`),
+        page.evaluate((url) => fetch(url, { method: "POST", mode: "no-cors", body: "{}" }).catch(() => undefined), `${world.web.origin}/api/conversations`)
       ])
       assert.strictEqual(refused.status(), 403)
       assert.strictEqual(await list(), count, "nothing was created")

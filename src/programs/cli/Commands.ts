@@ -166,6 +166,9 @@ export const web = Effect.fn("Commands.web")(function*(args: CommonArgs, options
     credentials: yield* credentialsLabel(env),
     // An apiKeyHelper's new key opens the page's auth lock by itself; a fixed variable needs a restart.
     ...(model.credentials !== undefined ? { credentialsChanged: model.credentials.changes } : {}),
+    // The page's header panel and its cost (with settings `pricing`).
+    info: { model: model.describe },
+    ...(env.settings.file.pricing !== undefined ? { pricing: env.settings.file.pricing } : {}),
     host: options.host,
     port: options.port,
     token: options.token

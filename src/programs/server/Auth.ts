@@ -47,7 +47,8 @@ const shuttingDown = HttpServerResponse.unsafeJson(
 /** The default limit of a request body: far above any run's input, far below what could exhaust memory. */
 export const DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024
 
-const tooLarge = (limit: number) =>
+/** A body over the limit (413), as both `baton serve` and `baton web` answer it. */
+export const payloadTooLarge = (limit: number) =>
   HttpServerResponse.unsafeJson(
     Schema.encodeSync(PayloadTooLargeJson)(new InvalidInput({ message: `the request body is larger than the limit of ${limit} bytes` })),
     { status: 413, headers: { connection: "close" } }
@@ -108,7 +109,7 @@ export const gateLayer = (options: {
       if (Number(request.headers["content-length"] ?? 0) > limit) {
         // Read and dropped, never kept: the client gets the answer instead of a reset mid-upload.
         NodeHttpServerRequest.toIncomingMessage(request).resume()
-        return tooLarge(limit)
+        return payloadTooLarge(limit)
       }
       return yield* app.pipe(
         HttpServerRequest.withMaxBodySize(Option.some(limit)),
@@ -116,7 +117,7 @@ export const gateLayer = (options: {
           exceededLimit(cause)
             ? Effect.sync(() => {
               NodeHttpServerRequest.toIncomingMessage(request).resume()
-              return tooLarge(limit)
+              return payloadTooLarge(limit)
             })
             : Option.match(noRoute(cause, request), {
               onSome: Effect.succeed,

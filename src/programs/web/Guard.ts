@@ -1,7 +1,9 @@
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import type * as HttpServerRequest from "@effect/platform/HttpServerRequest"
-import { Redacted } from "effect"
+import { Redacted, Schema } from "effect"
 import * as Crypto from "node:crypto"
+import { Unauthorized } from "../../domain/Errors.js"
+import { ForbiddenJson, UnauthorizedJson } from "../../services/backend/HttpErrors.js"
 import { bearerCheck, isLoopbackHost } from "../server/Auth.js"
 
 export const COOKIE = "baton_web"
@@ -14,7 +16,12 @@ export interface GuardOptions {
   readonly token: Redacted.Redacted<string> | undefined
 }
 
-const refuse = (status: number, message: string) => HttpServerResponse.unsafeJson({ error: "forbidden", message }, { status })
+/** A refusal in `baton serve`'s error form: 401 `unauthorized` (no token) or 403 `forbidden` (Host, Origin). */
+const refuse = (status: 401 | 403, message: string) =>
+  HttpServerResponse.unsafeJson(
+    status === 401 ? Schema.encodeSync(UnauthorizedJson)(new Unauthorized({ message })) : Schema.encodeSync(ForbiddenJson)({ code: "forbidden", message }),
+    { status }
+  )
 
 const sameDigest = (a: string, b: string) =>
   Crypto.timingSafeEqual(Crypto.createHash("sha256").update(a).digest(), Crypto.createHash("sha256").update(b).digest())

@@ -1,14 +1,18 @@
 import { Deferred, Effect, FiberSet, Ref, Stream } from "effect"
 import type { ConversationSettingsInput } from "../../domain/Conversation.js"
 import { type BackendError, type ConfigError, InvalidInput } from "../../domain/Errors.js"
+import { callDetails } from "../../domain/CallPreview.js"
 import { encodeEventJson } from "../../domain/EventJson.js"
 import type { ApprovalRequest, Decision, TaskEvent } from "../../domain/Events.js"
 import type { StoredItem } from "../../domain/History.js"
 import type { ConversationId } from "../../domain/Ids.js"
 import type { SourcedRules } from "../../domain/Permissions.js"
+import type { Pricing } from "../../domain/Usage.js"
 import type { Backend } from "../../services/Backend.js"
+import { readForPreview } from "../cli/view/ApprovalView.js"
 import type { Approver } from "../session/ApprovalGate.js"
 import type { Session } from "../session/Session.js"
+import { type PageUsage, usageBase } from "./HostUsage.js"
 import * as TaskLog from "./TaskLog.js"
 
 export interface HostOptions {
@@ -22,6 +26,19 @@ export interface HostOptions {
   readonly credentialsChanged?: Stream.Stream<void>
   /** The project instruction files a conversation the page creates gets in its system prompt (paths). */
   readonly instructions?: ReadonlyArray<string>
+  /** Settings `pricing`: the page shows a cost when every model used has a price. */
+  readonly pricing?: Pricing | undefined
+  /** What the page's header panel shows about this host (each part optional). */
+  readonly info?: HostInfo | undefined
+}
+
+/** The host as the page's header panel describes it; what the command does not know is left out. */
+export interface HostInfo {
+  readonly model?: string
+  readonly mcp?: ReadonlyArray<{ readonly name: string; readonly state: string; readonly tools?: number }>
+  /** The instruction files (AGENTS.md and the like) the model is given. */
+  readonly instructions?: ReadonlyArray<string>
+  readonly sandbox?: { readonly mode: string; readonly network: boolean; readonly active?: boolean; readonly unavailable?: string }
 }
 
 /** Why the page's Message box is locked: the model refused these credentials. */
@@ -35,19 +52,12 @@ export interface HostState {
   readonly lock: AuthLock | null
 }
 
-export interface UsageTotals {
-  readonly input_tokens: number
-  readonly output_tokens: number
-  readonly total_tokens: number
-  readonly requests: number
-}
-
 /** What a page loads before it follows the log: the history up to the running task, and where to follow from. */
 export interface Snapshot {
   readonly conversation: { readonly id: ConversationId; readonly title?: string }
   readonly items: ReadonlyArray<TaskEvent>
-  /** Usage the history recorded; the running task's arrives with its events. */
-  readonly usage: UsageTotals
+  /** The server's count less the running task's, which arrives with its events. */
+  readonly usage: PageUsage
   /** Follow the log after this id: the running task's first entry, if one runs, is the next one. */
   readonly after: number
   readonly state: HostState
@@ -68,41 +78,19 @@ export interface Hosted {
   /** Opens the auth lock (the credentials changed). */
   readonly unlock: Effect.Effect<void>
   readonly snapshot: Effect.Effect<Snapshot, BackendError>
+  /** The server's count for the conversation (what a page shows once no task runs). */
+  readonly usage: Effect.Effect<PageUsage, BackendError>
+  /** Whether a task runs and how many of its calls wait for an answer (the list's badges). */
+  readonly status: Effect.Effect<{ readonly running: boolean; readonly waiting: number }>
   readonly backfill: Effect.Effect<ReadonlyArray<TaskEvent>, BackendError>
   /** One model call, stored as the conversation's title. */
   readonly generateTitle: Effect.Effect<string, BackendError>
 }
 
-const HISTORY_PAGE = 1000
 const SNAPSHOT_ITEMS = 400
 
-const noUsage: UsageTotals = { input_tokens: 0, output_tokens: 0, total_tokens: 0, requests: 0 }
-
-const sumUsage = (items: ReadonlyArray<StoredItem>, from: UsageTotals): UsageTotals =>
-  items.reduce((acc, { item }) =>
-    item.type === "token_usage"
-      ? {
-        input_tokens: acc.input_tokens + item.input_tokens,
-        output_tokens: acc.output_tokens + item.output_tokens,
-        total_tokens: acc.total_tokens + item.total_tokens,
-        requests: acc.requests + 1
-      }
-      : acc, from)
-
-/** Every request's token_usage the conversation recorded before `before` (a position), page by page. */
-const usageTotals = (backend: Backend["Type"], id: ConversationId, before: number | undefined) =>
-  Effect.iterate({ after: 0, usage: noUsage, done: false }, {
-    while: (s) => !s.done,
-    body: (s) =>
-      Effect.map(backend.history(id, { after: s.after, limit: HISTORY_PAGE, ...(before !== undefined ? { before } : {}) }), (items) => ({
-        after: items.at(-1)?.position ?? s.after,
-        usage: sumUsage(items, s.usage),
-        done: items.length < HISTORY_PAGE
-      }))
-  }).pipe(Effect.map((s) => s.usage))
-
 /** What happened, as the page shows it: the trace's items (never context-only carry-over). */
-const shown = (items: ReadonlyArray<StoredItem>) => items.filter((i) => i.inTrace).map((i) => i.item)
+export const shown = (items: ReadonlyArray<StoredItem>) => items.filter((i) => i.inTrace).map((i) => i.item)
 
 /** A task event as a log entry; a reconnect wait (or a client-side `wait`, once tasks emit one) is marked to count down. */
 const event = (e: TaskEvent) => ({
@@ -123,7 +111,7 @@ interface Status extends HostState {
 }
 
 /** The page's approver: a call becomes an approval_request and waits for an answer, with or without a page open. */
-const pageApprover = (log: TaskLog.TaskLog, waiting: Map<string, Deferred.Deferred<Decision>>): Approver => (request) =>
+const pageApprover = (log: TaskLog.TaskLog, waiting: Map<string, Deferred.Deferred<Decision>>, workspace: string): Approver => (request) =>
   Effect.gen(function*() {
     const answer = yield* Deferred.make<Decision>()
     // A subagent's call ids may repeat its parent's: the page answers it by its conversation too.
@@ -137,7 +125,9 @@ const pageApprover = (log: TaskLog.TaskLog, waiting: Map<string, Deferred.Deferr
       grant: request.grant.text,
       ...(request.origin !== undefined ? { origin: request.origin } : {})
     }
-    yield* log.append([event(asked)])
+    // What the terminal shows above its question (an Edit's diff against the file as it is now) goes with it.
+    const preview = callDetails(request.call, yield* readForPreview(workspace, request))
+    yield* log.append([{ ...event(asked), data: JSON.stringify({ ...(JSON.parse(encodeEventJson(asked)) as object), preview }) }])
     return yield* Deferred.await(answer).pipe(Effect.ensuring(Effect.sync(() => waiting.delete(key))))
   })
 
@@ -147,6 +137,7 @@ const pageApprover = (log: TaskLog.TaskLog, waiting: Map<string, Deferred.Deferr
  */
 export const make = Effect.fn("Hosted.make")(function*(deps: {
   readonly id: ConversationId
+  readonly workspace: string
   readonly backend: Backend["Type"]
   readonly options: HostOptions
   readonly tasks: FiberSet.FiberSet
@@ -157,7 +148,7 @@ export const make = Effect.fn("Hosted.make")(function*(deps: {
   const state = yield* Ref.make<Status>({ running: false, lock: null })
   const publish = Effect.flatMap(Ref.get(state), (s) => log.append([{ kind: "state", data: JSON.stringify({ running: s.running, lock: s.lock }) }]))
   const waiting = new Map<string, Deferred.Deferred<Decision>>()
-  const session = yield* deps.openSession(pageApprover(log, waiting))
+  const session = yield* deps.openSession(pageApprover(log, waiting, deps.workspace))
 
   const run = (prompt: string | undefined) =>
     Effect.gen(function*() {
@@ -225,11 +216,13 @@ export const make = Effect.fn("Hosted.make")(function*(deps: {
       return {
         conversation: { id: conversation.id, ...(conversation.title !== undefined ? { title: conversation.title } : {}) },
         items: shown(items),
-        usage: yield* usageTotals(backend, id, began !== undefined ? began.position + 1 : undefined),
+        usage: yield* usageBase(backend, id, options.pricing, began?.position),
         after: began !== undefined ? Math.min(began.after, end) : end,
         state: { running: s.running, lock: s.lock }
       } satisfies Snapshot
     }).pipe(Effect.withSpan("Hosted.snapshot")),
+    usage: usageBase(backend, id, options.pricing, undefined),
+    status: Effect.map(Ref.get(state), (s) => ({ running: s.running, waiting: waiting.size })),
     backfill: Effect.map(session.backfill, shown),
     generateTitle: session.generateTitle
   }

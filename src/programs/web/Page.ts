@@ -3,22 +3,29 @@ import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { fileURLToPath } from "node:url"
 
-const PAGE = Path.join("src", "programs", "web", "page")
+/** The page's three files: its HTML, its styles and its script (bundled at build time). */
+export interface Page {
+  readonly html: string
+  readonly css: string
+  readonly script: string
+}
+
+const BUILT = Path.join("dist", "page")
 
 /**
- * The page's two files, read once at start-up from the package (never a CDN: the browser may have
- * no network). They sit next to this module in a checkout and under the package root in the bundle.
+ * The page as the build left it (scripts/build-page.mjs: dist/page/), read once at start-up from the
+ * package, never a CDN: the browser may have no network. Found by walking up from this module, which
+ * runs from src/ in a checkout, dist/bin/ as the CLI bundle and dist/lib/ as the library.
  */
-export const loadPage: Effect.Effect<{ readonly html: string; readonly script: string }, string> = Effect.suspend(() => {
+export const loadPage: Effect.Effect<Page, string> = Effect.suspend(() => {
   let dir = Path.dirname(fileURLToPath(import.meta.url))
   for (let up = 0; up < 6; up++) {
-    for (const candidate of [Path.join(dir, "page"), Path.join(dir, PAGE)]) {
-      const html = Path.join(candidate, "index.html")
-      if (Fs.existsSync(html)) {
-        return Effect.succeed({ html: Fs.readFileSync(html, "utf8"), script: Fs.readFileSync(Path.join(candidate, "app.js"), "utf8") })
-      }
+    const candidate = Path.join(dir, BUILT)
+    if (Fs.existsSync(Path.join(candidate, "app.js"))) {
+      const read = (file: string) => Fs.readFileSync(Path.join(candidate, file), "utf8")
+      return Effect.succeed({ html: read("index.html"), css: read("app.css"), script: read("app.js") })
     }
     dir = Path.dirname(dir)
   }
-  return Effect.fail("the page's files (src/programs/web/page/index.html, app.js) are missing from this installation")
+  return Effect.fail("the page's files (dist/page/: index.html, app.css, app.js) are missing: run `npm run build`")
 })

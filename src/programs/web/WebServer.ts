@@ -1,3 +1,4 @@
+import * as Sse from "@effect/experimental/Sse"
 import * as HttpRouter from "@effect/platform/HttpRouter"
 import * as HttpServer from "@effect/platform/HttpServer"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
@@ -8,13 +9,16 @@ import { Context, Data, Duration, Effect, Layer, Option, ParseResult, Redacted, 
 import * as Http from "node:http"
 import type { Conversation } from "../../domain/Conversation.js"
 import { Decision } from "../../domain/Events.js"
-import { ConversationId } from "../../domain/Ids.js"
+import { ConversationId, ToolCallId } from "../../domain/Ids.js"
 import type { Backend } from "../../services/Backend.js"
 import { realClock } from "../../services/RealClock.js"
 import type { ToolExecutor } from "../../services/ToolExecutor.js"
-import { isLoopbackHost } from "../server/Auth.js"
+import { InvalidInput, ToolCallAnswered } from "../../domain/Errors.js"
+import { errorAnswer } from "../../services/backend/HttpErrors.js"
+import { isLoopbackHost, payloadTooLarge } from "../server/Auth.js"
+import { HEARTBEAT } from "../server/Sse.js"
 import { makeGuard } from "./Guard.js"
-import { loadPage } from "./Page.js"
+import { loadPage, type Page } from "./Page.js"
 import { type Entry, resumeAfter } from "./TaskLog.js"
 import type { HostOptions } from "./Hosted.js"
 import { make as makeHost, type WebHost } from "./WebHost.js"
@@ -44,27 +48,11 @@ export class BatonWeb extends Context.Tag("baton/Web")<BatonWeb, {
   readonly origin: string
 }>() {}
 
-const statusOf = (tag: string): number => {
-  switch (tag) {
-    case "NotFound":
-      return 404
-    case "Conflict":
-    case "ApprovalPending":
-    case "ToolCallAnswered":
-      return 409
-    case "InvalidInput":
-    case "InvalidToolCallIds":
-    case "ParseError":
-    case "RequestError":
-    case "ConfigError":
-      return 400
-    default:
-      return 500
-  }
+/** An error in `baton serve`'s form: its status and JSON (`code`, `message`), from the one mapping both use. */
+const failure = (error: { readonly message: string }) => {
+  const answer = errorAnswer(error)
+  return HttpServerResponse.unsafeJson(answer.body, { status: answer.status })
 }
-
-const failure = (error: { readonly _tag: string; readonly message?: string }) =>
-  HttpServerResponse.unsafeJson({ error: error._tag, message: error.message ?? error._tag }, { status: statusOf(error._tag) })
 
 /** A conversation as the page lists it (its tool list and prompts stay on the host). */
 const summary = (c: Conversation) => ({ id: c.id, title: c.title, created_at: c.created_at, updated_at: c.updated_at })
@@ -79,31 +67,38 @@ const AnswerBody = Schema.Struct({ decision: Decision })
 const Params = Schema.Struct({ id: ConversationId })
 const CallParams = Schema.Struct({ id: ConversationId, call: Schema.NonEmptyTrimmedString })
 
+const UsageParams = Schema.Struct({ conversation: Schema.optionalWith(ConversationId, { exact: true }) })
+
 const hostedOf = (web: WebHost) => Effect.flatMap(HttpRouter.schemaPathParams(Params), ({ id }) => web.get(id))
 
-/** A state's or event's SSE frame; the id resumes this log on a reconnect. */
+/** A state's or event's SSE frame, written by the encoder `baton serve` uses; the id resumes this log on a reconnect. */
 const frame = (epoch: string, id: number, kind: "event" | "state", data: string) =>
-  `id: ${epoch}:${id}\nevent: ${kind === "event" ? "message" : kind}\ndata: ${data}\n\n`
+  Sse.encoder.write({ _tag: "Event", event: kind === "event" ? "message" : kind, id: `${epoch}:${id}`, data })
 
 /**
  * The page may not be framed (another site could lay it under its own buttons and have you click
  * Allow) and loads nothing but its own script.
  */
 const PAGE_HEADERS = {
-  "content-security-policy": "default-src 'self'; style-src 'self' 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
+  "content-security-policy":
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; object-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
   "x-frame-options": "DENY",
   "x-content-type-options": "nosniff",
   "referrer-policy": "no-referrer",
   "cache-control": "no-store"
 }
 
-const RESET = "event: reset\ndata: reset\n\n"
+const RESET = Sse.encoder.write({ _tag: "Event", event: "reset", id: undefined, data: "reset" })
+
+/** A browser reconnects a second after a broken stream (its default is longer). */
+const RETRY = Sse.encoder.write(new Sse.Retry({ duration: Duration.seconds(1), lastEventId: undefined }))
 
 /**
  * After a replayed wait, how long ago it was announced, so a page that loads mid-wait counts down
  * what is left, not the whole delay. No id: it does not move the page's resume point.
  */
-const age = (entry: Entry) => (entry.waitSince !== undefined ? `event: age\ndata: ${Math.max(0, Date.now() - entry.waitSince)}\n\n` : "")
+const age = (entry: Entry) =>
+  entry.waitSince !== undefined ? Sse.encoder.write({ _tag: "Event", event: "age", id: undefined, data: String(Math.max(0, Date.now() - entry.waitSince)) }) : ""
 
 /** The conversation's log as `text/event-stream`: after Last-Event-ID (a reconnect) or `?after=` (a page that loaded a snapshot). */
 const events = (web: WebHost, heartbeatMs: number) =>
@@ -122,23 +117,32 @@ const events = (web: WebHost, heartbeatMs: number) =>
         hosted.log.follow(n).pipe(
           Stream.takeUntil((f) => f._tag === "Reset"),
           Stream.map((f) => (f._tag === "Reset" ? RESET : frame(web.epoch, f.entry.id, f.entry.kind, f.entry.data) + age(f.entry))),
-          Stream.merge(Stream.repeatEffect(Effect.as(realClock.sleep(Duration.millis(heartbeatMs)), ": heartbeat\n\n")), { haltStrategy: "left" })
+          Stream.merge(Stream.repeatEffect(Effect.as(realClock.sleep(Duration.millis(heartbeatMs)), HEARTBEAT)), { haltStrategy: "left" })
         )
     })
-    return HttpServerResponse.stream(Stream.concat(Stream.make("retry: 1000\n\n"), body).pipe(Stream.encodeText), {
+    return HttpServerResponse.stream(Stream.concat(Stream.make(RETRY), body).pipe(Stream.encodeText), {
       contentType: "text/event-stream",
       headers: { "cache-control": "no-cache", "x-accel-buffering": "no" }
     })
   })
 
-const routes = (web: WebHost, page: { readonly html: string; readonly script: string }, heartbeatMs: number) =>
+const routes = (web: WebHost, page: Page, heartbeatMs: number) =>
   HttpRouter.empty.pipe(
     HttpRouter.get("/", Effect.succeed(HttpServerResponse.html(page.html).pipe(HttpServerResponse.setHeaders(PAGE_HEADERS)))),
     HttpRouter.get("/favicon.ico", Effect.succeed(HttpServerResponse.empty({ status: 204 }))),
     HttpRouter.get("/app.js", Effect.succeed(HttpServerResponse.text(page.script, { contentType: "text/javascript; charset=utf-8" }))),
-    HttpRouter.get("/api/conversations", Effect.map(web.list, (conversations) => ok({ workspace: web.workspace, instructions: web.instructions, ...(web.sandbox !== undefined ? { sandbox: web.sandbox } : {}), conversations: conversations.map(summary) }))),
+    HttpRouter.get("/app.css", Effect.succeed(HttpServerResponse.text(page.css, { contentType: "text/css; charset=utf-8" }))),
+    HttpRouter.get("/api/info", Effect.succeed(ok(web.info))),
+    HttpRouter.get("/api/conversations", Effect.map(web.list, (conversations) => ok({ workspace: web.workspace, conversations }))),
     HttpRouter.post("/api/conversations", Effect.map(web.create, (conversation) => ok({ conversation: summary(conversation) }))),
     HttpRouter.get("/api/conversations/:id", Effect.flatMap(hostedOf(web), (h) => Effect.map(h.snapshot, ok))),
+    // The same report `baton serve` gives at this path and `baton usage --json` prints.
+    HttpRouter.get("/v1/usage", Effect.flatMap(HttpServerRequest.schemaSearchParams(UsageParams), (query) => Effect.map(web.usage(query.conversation), ok))),
+    HttpRouter.get(
+      "/api/conversations/:id/subagents",
+      Effect.flatMap(HttpRouter.schemaPathParams(Params), ({ id }) => Effect.map(web.subagents(id), (subagents) => ok({ subagents })))
+    ),
+    HttpRouter.get("/api/conversations/:id/usage", Effect.flatMap(hostedOf(web), (h) => Effect.map(h.usage, ok))),
     HttpRouter.get("/api/conversations/:id/backfill", Effect.flatMap(hostedOf(web), (h) => Effect.map(h.backfill, (items) => ok({ items })))),
     HttpRouter.get("/api/conversations/:id/events", events(web, heartbeatMs)),
     HttpRouter.post(
@@ -157,7 +161,7 @@ const routes = (web: WebHost, page: { readonly html: string; readonly script: st
         const hosted = yield* web.get(id)
         const { decision } = yield* HttpServerRequest.schemaBodyJson(AnswerBody)
         const won = yield* hosted.answer(call, decision)
-        return won ? ok() : failure({ _tag: "ToolCallAnswered", message: `${call} is not waiting for an answer (answered already)` })
+        return won ? ok() : failure(new ToolCallAnswered({ conversationId: id, toolCallId: ToolCallId.make(call), message: `${call} is not waiting for an answer (answered already)` }))
       })
     ),
     HttpRouter.post(
@@ -204,25 +208,25 @@ const make = Effect.fn("WebServer.make")(function*(options: WebOptions) {
     if (Number(request.headers["content-length"] ?? 0) > MAX_BODY_BYTES) {
       // Read and dropped, never kept: the client gets the answer instead of a reset mid-upload.
       NodeHttpServerRequest.toIncomingMessage(request).resume()
-      return HttpServerResponse.unsafeJson(
-        { error: "InvalidInput", message: `the request body is larger than the limit of ${MAX_BODY_BYTES} bytes` },
-        { status: 413, headers: { connection: "close" } }
-      )
+      return payloadTooLarge(MAX_BODY_BYTES)
     }
     return yield* router
   }).pipe(
     // Requests here are small JSON; a body past this is refused before it fills memory.
     HttpServerRequest.withMaxBodySize(Option.some(MAX_BODY_BYTES)),
     Effect.catchTags({
-      RouteNotFound: () => Effect.succeed(HttpServerResponse.unsafeJson({ error: "NotFound", message: "no such page" }, { status: 404 }))
+      RouteNotFound: (e) => Effect.succeed(HttpServerResponse.unsafeJson({ code: "not_found", message: `no such page: ${e.request.url}` }, { status: 404 }))
     }),
     Effect.catchAll((error) =>
       Effect.succeed(
         error._tag === "ParseError"
-          ? failure({
-            _tag: "InvalidInput",
-            message: ParseResult.ArrayFormatter.formatErrorSync(error).map((i) => `${i.path.join(".") || "body"}: ${i.message}`).join("; ")
-          })
+          ? failure(
+            new InvalidInput({
+              message: ParseResult.ArrayFormatter.formatErrorSync(error).map((i) => `${i.path.join(".") || "body"}: ${i.message}`).join("; ")
+            })
+          )
+          : error._tag === "RequestError"
+          ? failure(new InvalidInput({ message: `the request body is not valid JSON: ${error.message}` }))
           : failure(error)
       ))
   )

@@ -1,5 +1,5 @@
 import * as HttpApiSchema from "@effect/platform/HttpApiSchema"
-import { ParseResult, Schema } from "effect"
+import { Either, ParseResult, Schema } from "effect"
 import {
   ApprovalPending,
   Conflict,
@@ -181,3 +181,39 @@ const storeErrorJson = <const Code extends string, const Reasons extends Readonl
 
 export const StoreUnavailableJson = storeErrorJson("store_unavailable", transientStoreReasons, 503, "StoreUnavailable")
 export const StoreFailedJson = storeErrorJson("store_error", permanentStoreReasons, 500, "StoreFailed")
+
+/** A request refused before it reaches the API (a foreign Host or Origin): `baton web`'s guard. */
+export const ForbiddenJson = wire("forbidden", {}).annotations(http(403, "Forbidden"))
+
+/** The API's errors, each with its status; an error answers with the first whose domain side it is. */
+const API_ERRORS = [
+  ConversationBusyJson,
+  ApprovalPendingJson,
+  InvalidToolCallIdsJson,
+  ToolCallAnsweredJson,
+  NotFoundJson,
+  InvalidInputJson,
+  UnauthorizedJson,
+  UnavailableJson,
+  ModelCallFailedJson,
+  StoreUnavailableJson,
+  StoreFailedJson
+] as ReadonlyArray<Schema.Schema<unknown, { readonly code: string; readonly message: string }>>
+
+export interface ErrorAnswer {
+  readonly status: number
+  readonly body: { readonly code: string; readonly message: string }
+}
+
+/**
+ * A BackendError as `baton serve`'s HttpApi answers it (the same status, the same JSON: `code`,
+ * `message` and the error's own fields), for routes outside that API: `baton web`'s. An error no
+ * schema takes is a 500 `internal` with its message.
+ */
+export const errorAnswer = (error: { readonly message: string }): ErrorAnswer => {
+  for (const schema of API_ERRORS) {
+    const encoded = Schema.encodeUnknownEither(schema)(error)
+    if (Either.isRight(encoded)) return { status: HttpApiSchema.getStatusError(schema), body: encoded.right }
+  }
+  return { status: 500, body: { code: "internal", message: error.message } }
+}

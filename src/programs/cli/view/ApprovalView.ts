@@ -3,7 +3,7 @@ import * as Fs from "node:fs"
 import * as Path from "node:path"
 import type { Decision } from "../../../domain/Events.js"
 import type { ApprovalRequest } from "../../session/ApprovalGate.js"
-import { callDetails, callHeader, callPath } from "./CallView.js"
+import { callDetails, callHeader, callPath } from "../../../domain/CallPreview.js"
 import { diffLines } from "./EventView.js"
 import type { Style } from "./Style.js"
 

@@ -1,13 +1,13 @@
 import type { TaskEvent } from "../../../domain/Events.js"
 import type { Origin, ToolCall } from "../../../domain/Messages.js"
 import { extract } from "../../../domain/Tags.js"
-import { callHeader, type DiffLine } from "./CallView.js"
+import { callHeader, type DiffLine } from "../../../domain/CallPreview.js"
 import type { Style } from "./Style.js"
 
 /**
  * Task events as a person reads them: the core of view/, the terminal views (output and input; the
- * approvers and the commands decide). EventView folds events into pieces of text (CallView draws a
- * call, ApprovalView its approval question); TaskOutput prints them for `baton run`; LiveView shows
+ * approvers and the commands decide). EventView folds events into pieces of text (domain/CallPreview
+ * reads a call, ApprovalView its approval question); TaskOutput prints them for `baton run`; LiveView shows
  * them on a Screen above a status line (Phase) for `chat` and `demo`; LineEditor reads chat's input;
  * Style colours only a terminal.
  */

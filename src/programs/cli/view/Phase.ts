@@ -1,5 +1,5 @@
 import type { TaskEvent } from "../../../domain/Events.js"
-import { callHeader } from "./CallView.js"
+import { callHeader } from "../../../domain/CallPreview.js"
 
 /**
  * What a task is doing right now, for the status line: waiting for the model, thinking, answering,

@@ -1,6 +1,6 @@
 import * as Either from "effect/Either"
-import type { ToolCall } from "../../../domain/Messages.js"
-import { applyEdit } from "../../../domain/TextEdit.js"
+import type { ToolCall } from "./Messages.js"
+import { applyEdit } from "./TextEdit.js"
 
 /**
  * How a tool call reads to a person: the tool, its subject (the path, the command, the pattern) and,
@@ -154,6 +154,31 @@ export const editDiff = (call: ToolCall, content: string | undefined): ReadonlyA
   for (let n = afterChange; n < afterChange + CONTEXT && n <= lastLine; n++) lines.push({ _tag: "Context", line: n + shift, text: before[n - 1]! })
   if (applied.right.replacements > 1) lines.push({ _tag: "Note", text: `(and ${applied.right.replacements - 1} more replacements)` })
   return lines
+}
+
+/**
+ * An Edit that ran, from its result: Edit answers with the new text around the change in numbered
+ * lines (`    12\tline`). Putting old_string back in place of new_string there gives those lines
+ * as they were, enough for the same diff, line numbers and context included, that an approval shows.
+ * Undefined when the result holds no such excerpt (an error, a created file, a deletion).
+ */
+export const editDiffAfter = (call: ToolCall, result: string): ReadonlyArray<DiffLine> | undefined => {
+  const a = args(call)
+  const oldString = str(a["old_string"]) ?? ""
+  const newString = str(a["new_string"]) ?? ""
+  const numbered = result.split("\n").flatMap((line) => {
+    const match = /^\s*(\d+)\t(.*)$/.exec(line)
+    return match !== null ? [{ line: Number(match[1]), text: match[2]! }] : []
+  })
+  if (numbered.length === 0 || oldString === "" || newString === "") return undefined
+  const after = numbered.map((l) => l.text).join("\n")
+  const at = after.indexOf(newString)
+  if (at < 0) return undefined
+  const before = after.slice(0, at) + oldString + after.slice(at + newString.length)
+  const once = { ...call, arguments: JSON.stringify({ ...a, replace_all: false }) }
+  const lines = editDiff(once, "\n".repeat(numbered[0]!.line - 1) + before + "\n")
+  // A leading note says the excerpt did not hold the edit once (its context repeats the text).
+  return lines[0]?._tag === "Note" ? undefined : lines
 }
 
 /** A Write call: the new content as added lines (the first `max`). */

@@ -16,7 +16,7 @@ import * as OtlpSink from "./support/OtlpSink.js"
 import { againstFloor, type Row } from "./support/Table.js"
 
 const root = Path.join(import.meta.dirname, "..")
-const bin = Path.join(root, "dist", "bin", "baton.js")
+const bin = process.env["BENCH_BIN"] ?? Path.join(root, "dist", "bin", "baton.js")
 const floorScript = Path.join(root, "dist", "bench", "StreamFloor.mjs")
 
 const DELTAS = 5_000

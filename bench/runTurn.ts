@@ -14,7 +14,7 @@ import { measure, median, tempDir } from "./support/Child.js"
 import { againstFloor, type Row } from "./support/Table.js"
 import { batonRun, loopback, times } from "./stream.js"
 
-const ROUNDS = 6
+const ROUNDS = 11
 const RUNS = 5
 
 export const runTurnRows = Effect.gen(function*() {

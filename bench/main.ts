@@ -14,6 +14,8 @@ import { conversationRows } from "./conversations.js"
 import { providerRows } from "./ProviderThroughput.js"
 import { remoteRows } from "./RemoteStream.js"
 import { sandboxRows } from "./sandbox.js"
+import { runTurnRows } from "./runTurn.js"
+import { sendCostRows } from "./sendCost.js"
 import { startupRows } from "./startup.js"
 import { storeRows } from "./store.js"
 import { streamRows } from "./stream.js"
@@ -43,6 +45,8 @@ const build = Effect.zipRight(
 /** In order; `npm run bench -- stream store` runs only those (and writes nothing). */
 const sections: ReadonlyArray<readonly [string, Effect.Effect<ReadonlyArray<Row>>]> = [
   ["stream", streamRows],
+  ["send-cost", sendCostRows],
+  ["run-turn", runTurnRows],
   ["startup", startupRows],
   ["conversations", conversationRows],
   ["store", storeRows],

@@ -13,10 +13,10 @@ import * as Path from "node:path"
 import { type Measured, measure, median, tempDir } from "./support/Child.js"
 import * as LoopbackModel from "./support/LoopbackModel.js"
 import * as OtlpSink from "./support/OtlpSink.js"
-import type { Row } from "./support/Table.js"
+import { againstFloor, type Row } from "./support/Table.js"
 
 const root = Path.join(import.meta.dirname, "..")
-const bin = Path.join(root, "dist", "bin", "baton.js")
+const bin = process.env["BENCH_BIN"] ?? Path.join(root, "dist", "bin", "baton.js")
 const floorScript = Path.join(root, "dist", "bench", "StreamFloor.mjs")
 
 const DELTAS = 5_000
@@ -31,7 +31,7 @@ interface Model {
   readonly requests: Array<number>
 }
 
-const loopback = (options: Omit<LoopbackModel.LoopbackOptions, "wire" | "onRequest">) =>
+export const loopback = (options: Omit<LoopbackModel.LoopbackOptions, "wire" | "onRequest">) =>
   Effect.acquireRelease(
     Effect.promise(async (): Promise<Model> => {
       const requests: Array<number> = []
@@ -42,7 +42,7 @@ const loopback = (options: Omit<LoopbackModel.LoopbackOptions, "wire" | "onReque
   )
 
 /** `baton run` in a fresh home and workspace; fails unless it exits 0 having printed the whole answer. */
-const batonRun = (model: Model, args: ReadonlyArray<string>, workspace?: string, extraEnv: Record<string, string> = {}) =>
+export const batonRun = (model: Model, args: ReadonlyArray<string>, workspace?: string, extraEnv: Record<string, string> = {}) =>
   Effect.promise(async () => {
     const home = tempDir("home")
     const cwd = workspace ?? tempDir("ws")
@@ -58,7 +58,7 @@ const batonRun = (model: Model, args: ReadonlyArray<string>, workspace?: string,
     return { run, firstRequestMs: firstRequest === undefined ? Number.NaN : firstRequest - run.startedAt }
   })
 
-const times = <A, E, R>(n: number, effect: Effect.Effect<A, E, R>) => Effect.forEach(Array.from({ length: n }), () => effect)
+export const times = <A, E, R>(n: number, effect: Effect.Effect<A, E, R>) => Effect.forEach(Array.from({ length: n }), () => effect)
 
 const medianOf = (runs: ReadonlyArray<Measured>, f: (m: Measured) => number) => median(runs.map(f))
 
@@ -107,14 +107,7 @@ export const streamRows = Effect.gen(function*() {
   if (!tasks[0]!.run.stdout.includes("\"tool_return\"")) return yield* Effect.dieMessage("the tool task ran no tool")
 
   const rows: ReadonlyArray<Row> = [
-    {
-      figure: "stream-5000 wall (`run --json`, 5,000 deltas)",
-      value: wall,
-      unit: "ms",
-      floor: { value: floorWall, label: "bare Node client" },
-      target: "≤ 2× floor",
-      met: wall <= 2 * floorWall
-    },
+    againstFloor("stream-5000 wall (`run --json`, 5,000 deltas)", wall, "ms", { value: floorWall, label: "bare Node client" }, 2),
     { figure: "stream-5000 CPU (user+sys)", value: cpu, unit: "ms", floor: { value: floorCpu, label: "bare Node client" } },
     { figure: "stream-5000 same command, 1 delta: CPU", value: cpuOnce, unit: "ms" },
     {
@@ -133,14 +126,7 @@ export const streamRows = Effect.gen(function*() {
       note: "OTEL_EXPORTER_OTLP_ENDPOINT to a loopback receiver: one commit span a chunk"
     },
     { figure: "stream-5000 peak RSS", value: medianOf(streamed.map((s) => s.run), (m) => m.maxRssMb), unit: "MB" },
-    {
-      figure: "first-request (start → model receives request)",
-      value: first,
-      unit: "ms",
-      floor: { value: nodeWall, label: "node -e 0" },
-      target: "≤ 2.5× floor",
-      met: first <= 2.5 * nodeWall
-    },
+    againstFloor("first-request (start → model receives request)", first, "ms", { value: nodeWall, label: "node -e 0" }, 2.5),
     { figure: "tool-task wall (Read, then answer; 2 requests)", value: medianOf(tasks.map((s) => s.run), (m) => m.wallMs), unit: "ms" },
     { figure: "tool-task start → first request", value: median(tasks.map((s) => s.firstRequestMs)), unit: "ms", floor: { value: nodeWall, label: "node -e 0" } },
     {

@@ -26,6 +26,8 @@ export interface LoopbackOptions {
    * call instead of the text; the request carrying its result gets the text (a two-request task).
    */
   readonly toolCall?: { readonly name: string; readonly arguments: string }
+  /** With `toolCall`: how many requests in a row get the call (default 1); each has its own call id. */
+  readonly toolRounds?: number
   /** Called with the delta index and `performance.now()` just before it is written. */
   readonly onDelta?: (index: number, at: number) => void
   /** Called when a request arrives (`performance.now()`). */
@@ -97,20 +99,24 @@ const framing = (wire: Wire): Framing => {
   }
 }
 
-const toolCallAnswer = (call: { readonly name: string; readonly arguments: string }): ReadonlyArray<string> => [
-  chatChunk({ role: "assistant", content: null, tool_calls: [{ index: 0, id: "call_bench", type: "function", function: { name: call.name, arguments: "" } }] }),
+const toolCallAnswer = (call: { readonly name: string; readonly arguments: string }, round: number): ReadonlyArray<string> => [
+  chatChunk({
+    role: "assistant",
+    content: null,
+    tool_calls: [{ index: 0, id: round === 0 ? "call_bench" : `call_bench_${round}`, type: "function", function: { name: call.name, arguments: "" } }]
+  }),
   chatChunk({ tool_calls: [{ index: 0, function: { arguments: call.arguments } }] }),
   chatChunk({}, "tool_calls"),
   chatUsage,
   "data: [DONE]\n\n"
 ]
 
-const hasToolResult = (body: string): boolean => {
+const toolResults = (body: string): number => {
   try {
     const parsed = JSON.parse(body) as { readonly messages?: ReadonlyArray<{ readonly role?: string }> }
-    return (parsed.messages ?? []).some((m) => m.role === "tool")
+    return (parsed.messages ?? []).filter((m) => m.role === "tool").length
   } catch {
-    return false
+    return 0
   }
 }
 
@@ -131,8 +137,9 @@ export const start = async (options: LoopbackOptions): Promise<LoopbackModel> =>
       response.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" })
       // A client that went away (a benchmark that finished) ends this answer; nothing to report.
       response.on("error", () => {})
-      if (options.toolCall !== undefined && !hasToolResult(Buffer.concat(body).toString("utf8"))) {
-        for (const line of toolCallAnswer(options.toolCall)) await write(response, line)
+      const answered = options.toolCall === undefined ? 0 : toolResults(Buffer.concat(body).toString("utf8"))
+      if (options.toolCall !== undefined && answered < (options.toolRounds ?? 1)) {
+        for (const line of toolCallAnswer(options.toolCall, answered)) await write(response, line)
         return response.end()
       }
       for (const line of frame.head) await write(response, line)

@@ -19,6 +19,15 @@ export interface Row {
   readonly note?: string
 }
 
+/** A figure whose target is a multiple of its floor. */
+export const againstFloor = (
+  figure: string,
+  value: number,
+  unit: string,
+  floor: { readonly value: number; readonly label: string },
+  factor: number
+): Row => ({ figure, value, unit, floor, target: `≤ ${factor}× floor`, met: value <= factor * floor.value })
+
 const format = (value: number, unit: string): string => {
   if (!Number.isFinite(value)) return "n/a"
   if (unit === "") return String(Math.round(value))

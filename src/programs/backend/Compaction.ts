@@ -16,6 +16,7 @@ import { extract, wrap } from "../../domain/Tags.js"
 import { Provider } from "../../services/Provider.js"
 import { Store } from "../../services/Store.js"
 import type { RunLog, WriteError } from "./RunLog.js"
+import { ContextCache } from "./ContextCache.js"
 import { metered } from "./Metering.js"
 import { streamRequest } from "./StreamRequest.js"
 
@@ -95,6 +96,7 @@ export class Compactions extends Effect.Service<Compactions>()("baton/Compaction
   effect: Effect.gen(function*() {
     const store = yield* Store
     const provider = yield* Provider
+    const contexts = yield* ContextCache
 
     /**
      * One summary, with its own budgets: transport failures reconnect (3 times), invalid answers are
@@ -158,7 +160,7 @@ export class Compactions extends Effect.Service<Compactions>()("baton/Compaction
         })
 
       yield* recorder.emit([{ type: "compaction_begin", reason: job.reason, mode: settings.mode }])
-      const context = yield* Effect.orDie(store.modelContext(conversation.id))
+      const context = yield* Effect.orDie(contexts.context(conversation.id))
       const plan = planCompaction(context, log.runId, settings)
       if (Option.isNone(plan)) return yield* failed({ tag: "NothingToCompact", message: "there is nothing to summarize yet" })
 
@@ -193,8 +195,7 @@ export class Compactions extends Effect.Service<Compactions>()("baton/Compaction
       ))
 
     const trigger = Effect.fn("Compactions.trigger")(function*(conversation: Conversation) {
-      const segment = yield* store.currentSegment(conversation.id)
-      return compactionTrigger(yield* store.segmentItems(conversation.id, segment), conversation.settings)
+      return compactionTrigger((yield* contexts.segment(conversation.id)).items, conversation.settings)
     })
 
     /**
@@ -204,15 +205,14 @@ export class Compactions extends Effect.Service<Compactions>()("baton/Compaction
      */
     const compactability = Effect.fn("Compactions.compactability")(function*(conversation: Conversation, busy: boolean) {
       if (busy) return "busy" as Compactability
-      const context = yield* store.modelContext(conversation.id)
-      if (context.length === 0) return "empty" as Compactability
-      const segment = yield* store.currentSegment(conversation.id)
-      const items = yield* store.segmentItems(conversation.id, segment)
+      const { items } = yield* contexts.segment(conversation.id)
+      if (!items.some((s) => s.inContext)) return "empty" as Compactability
       const compacted = items.some((s) => s.item.type === "compaction_end" && s.item.status === "ok")
       const since = items.filter((s) => s.item.type === "request_begin" && s.item.purpose !== "compaction").length
       return (compacted && since === 0 ? "just_compacted" : "ok") as Compactability
     })
 
     return { run, trigger, compactability } as const
-  })
+  }),
+  dependencies: [ContextCache.Default]
 }) {}

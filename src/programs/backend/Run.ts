@@ -17,6 +17,7 @@ import { ATTR, SPAN, spanOptions, withOutcomeSpan } from "../../domain/Telemetry
 import { Provider } from "../../services/Provider.js"
 import { Store } from "../../services/Store.js"
 import { Compactions } from "./Compaction.js"
+import { ContextCache } from "./ContextCache.js"
 import { activeRuns } from "./Metrics.js"
 import type { EmitOptions, Entry, RunLog } from "./RunLog.js"
 import { metered } from "./Metering.js"
@@ -136,6 +137,7 @@ export class Runs extends Effect.Service<Runs>()("baton/Runs", {
     const store = yield* Store
     const provider = yield* Provider
     const compactions = yield* Compactions
+    const contexts = yield* ContextCache
 
     const run = Effect.fn("Runs.run")(function*(job: RunJob) {
       const { conversation, log } = job
@@ -158,7 +160,7 @@ export class Runs extends Effect.Service<Runs>()("baton/Runs", {
         if (steered.length > 0) {
           yield* Effect.orDie(log.emit(steered.map((event) => ({ event, record: "item" as const })), { takesSteering: steered.map((m) => m.otid) }))
         }
-        const context = yield* Effect.orDie(store.modelContext(conversation.id))
+        const context = yield* Effect.orDie(contexts.context(conversation.id))
         const history = context.flatMap((stored) => (isMessage(stored.item) ? [stored.item] : []))
         const { reminder: remind } = yield* Ref.get(record)
         yield* Effect.orDie(emitter.begin)
@@ -262,5 +264,5 @@ export class Runs extends Effect.Service<Runs>()("baton/Runs", {
 
     return { run } as const
   }),
-  dependencies: [Compactions.Default]
+  dependencies: [Compactions.Default, ContextCache.Default]
 }) {}

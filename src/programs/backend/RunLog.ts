@@ -67,6 +67,20 @@ export const makeRunLog = Effect.fn("RunLog.make")(function*(
   const { conversationId, runId } = run
   const pubsub = yield* PubSub.sliding<Chunk>(LIVE_CAPACITY)
   const seqRef = yield* Ref.make(run.lastSeq)
+  // The last chunks published, oldest first, and the seq of the last one: a follower that joins a
+  // moment after they went out (the sender itself, once its run has begun) takes them from here
+  // instead of reading the Store.
+  const recent: Array<Chunk> = []
+  let published = run.lastSeq
+  let stopped = false
+  const remember = (chunks: ReadonlyArray<Chunk>) => {
+    for (const chunk of chunks) {
+      recent.push(chunk)
+      published = chunk.seq
+      if (isStop(chunk)) stopped = true
+    }
+    if (recent.length > LIVE_CAPACITY) recent.splice(0, recent.length - LIVE_CAPACITY)
+  }
   // Read once per run: with no exporter installed, a commit pays for no span and no sizes.
   const telemetry = yield* Telemetry
   const traced = (write: Parameters<Store["Type"]["commit"]>[0], last: number) =>
@@ -101,6 +115,7 @@ export const makeRunLog = Effect.fn("RunLog.make")(function*(
       yield* Ref.set(seqRef, first + chunks.length)
       if (telemetry.metrics) yield* Metric.incrementBy(chunksPersisted, chunks.length)
       if (options?.finish !== undefined) yield* options.finish.onCommitted
+      remember(chunks)
       yield* PubSub.publishAll(pubsub, chunks)
       return chunks as ReadonlyArray<Chunk>
     },
@@ -146,6 +161,15 @@ export const makeRunLog = Effect.fn("RunLog.make")(function*(
               return Stream.concat(fromStore(), Stream.suspend(fromLive))
             })
           )
+        // Subscribed first, then looked: a chunk published before is among the recent ones, any
+        // later one comes live (one that is both is passed once, by its seq).
+        const base = recent.length > 0 ? recent[0]!.seq - 1 : published
+        if (after >= base) {
+          const missed = recent.filter((chunk) => chunk.seq > after)
+          last = missed.at(-1)?.seq ?? after
+          const head = Stream.fromChunk(EChunk.unsafeFromArray(missed))
+          return (stopped ? head : Stream.concat(head, Stream.suspend(fromLive))).pipe(Stream.takeUntil(isStop))
+        }
         // A run that has finished has all its chunks in the Store (its end commits before it is
         // published): read the rest there, so a follower that joins at or after the end ends too.
         const rest = Stream.unwrap(

@@ -40,11 +40,13 @@ export const sseEvent = (chunk: Chunk): string =>
   Sse.encoder.write({ _tag: "Event", event: "message", id: `${chunk.run_id}:${chunk.seq}`, data: encodeEventJson(chunk) })
 
 /** A batch of chunks as one piece of the body: one socket write per batch, not per chunk. */
-const sseBatch = (batch: EChunk.Chunk<Chunk>): EChunk.Chunk<string> => {
+const sseBatch = (batch: EChunk.Chunk<Chunk>): string => {
   let text = ""
   for (const chunk of batch) text += sseEvent(chunk)
-  return text === "" ? EChunk.empty() : EChunk.of(text)
+  return text
 }
+
+const utf8 = new TextEncoder()
 
 /** The first non-empty pull, or an empty chunk when the stream ends without any element. */
 const firstChunk = <A, E>(pull: Effect.Effect<EChunk.Chunk<A>, Option.Option<E>>): Effect.Effect<EChunk.Chunk<A>, E> =>
@@ -74,30 +76,34 @@ export const sseResponse = Effect.fn("Server.sseResponse")(function*(
     // The request's scope ends after the body: told how far this client got, the server can take over.
     yield* Effect.addFinalizer(() => Effect.suspend(() => ended({ lastSeq, complete })))
   }
-  const events = Stream.fromChunk(head).pipe(
-    Stream.concat(Stream.repeatEffectChunkOption(pull)),
-    Stream.mapChunks((batch) => {
-      const last = EChunk.last(batch)
-      if (Option.isSome(last)) {
-        lastSeq = last.value.seq
-        complete = last.value.type === "stop_reason"
-      }
-      return sseBatch(batch)
-    }),
-    Stream.concat(Stream.succeed(END_EVENT)),
-    Stream.catchAllCause((cause) =>
-      Stream.drain(Stream.fromEffect(Effect.logWarning("run stream ended early; the client will resume", cause)))
-    )
-  )
   // One queue feeds the body: the run's batches, a heartbeat now and then, the end at shutdown. Each
-  // batch is one write; what queued up while the socket was busy goes out together.
+  // batch is one write; what queued up while the socket was busy goes out together. The run's
+  // batches are pulled in a plain loop: a send's few batches pay for no stream stages of their own.
   const body = Stream.unwrapScoped(Effect.gen(function*() {
     const out = yield* Mailbox.make<string>({ capacity: BODY_BUFFER })
-    yield* Effect.forkScoped(Effect.zipRight(Stream.runForEachChunk(events, (texts) => out.offerAll(texts)), out.end))
+    const offer = (batch: EChunk.Chunk<Chunk>) => {
+      const last = EChunk.last(batch)
+      if (Option.isNone(last)) return Effect.void
+      lastSeq = last.value.seq
+      complete = last.value.type === "stop_reason"
+      return out.offer(sseBatch(batch))
+    }
+    const pump: Effect.Effect<void, BackendError> = Effect.flatMap(
+      Effect.matchEffect(pull, {
+        onFailure: Option.match({ onNone: () => Effect.succeed(false), onSome: (e) => Effect.fail(e) }),
+        onSuccess: (batch) => Effect.as(offer(batch), true)
+      }),
+      (more) => (more ? pump : Effect.asVoid(out.offer(END_EVENT)))
+    )
+    yield* Effect.forkScoped(offer(head).pipe(
+      Effect.zipRight(pump),
+      Effect.catchAllCause((cause) => Effect.logWarning("run stream ended early; the client will resume", cause)),
+      Effect.zipRight(out.end)
+    ))
     yield* Effect.forkScoped(Effect.forever(Effect.zipRight(realClock.sleep(Duration.millis(options.heartbeatMs)), out.offer(HEARTBEAT))))
     yield* Effect.forkScoped(Effect.zipRight(options.closing, out.end))
-    return Mailbox.toStream(out).pipe(Stream.mapChunks((texts) => EChunk.of(EChunk.join(texts, ""))))
-  })).pipe(Stream.encodeText)
+    return Mailbox.toStream(out).pipe(Stream.mapChunks((texts) => EChunk.of(utf8.encode(EChunk.join(texts, "")))))
+  }))
   return HttpServerResponse.stream(body, {
     contentType: "text/event-stream",
     // A stream is its connection's last response: when it ends (also at shutdown) the socket closes.

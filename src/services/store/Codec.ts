@@ -36,8 +36,10 @@ const corrupt = (path: string | undefined, what: string) =>
       `another program. Baton changed nothing. Restore a backup, or start a fresh store (another file or database).`
   })
 
-export const decodeEvent = (body: string, path: string | undefined): Effect.Effect<TaskEvent, StoreError> =>
+export const decodeItemBody = (body: string, path: string | undefined): Either.Either<TaskEvent, StoreError> =>
   Either.mapLeft(decodeEventJson(body), () => corrupt(path, "A stored item"))
+
+export const decodeEvent: (body: string, path: string | undefined) => Effect.Effect<TaskEvent, StoreError> = decodeItemBody
 
 export const decodeChunk = (body: string, path: string | undefined): Either.Either<Chunk, StoreError> => {
   const event = decodeEventJson(body)
@@ -80,11 +82,16 @@ export const makeConversation = (
     }
   })
 
+// Made once: a schema built per call is a new AST, whose parser would be compiled for every read.
+const SettingsJson = Schema.parseJson(ConversationSettings)
+const encodeSettingsJson = Schema.encode(SettingsJson)
+const decodeSettingsJson = Schema.decode(SettingsJson)
+
 export const encodeSettings = (settings: ConversationSettings): Effect.Effect<string> =>
-  Schema.encode(Schema.parseJson(ConversationSettings))(settings).pipe(Effect.orDie)
+  encodeSettingsJson(settings).pipe(Effect.orDie)
 
 export const decodeStoredSettings = (body: string, path: string | undefined): Effect.Effect<ConversationSettings, StoreError> =>
-  Schema.decode(Schema.parseJson(ConversationSettings))(body).pipe(
+  decodeSettingsJson(body).pipe(
     Effect.mapError(() => corrupt(path, "A conversation's settings"))
   )
 

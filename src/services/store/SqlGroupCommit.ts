@@ -133,6 +133,10 @@ export const makeGroupCommit = (engine: GroupEngine, single: Commit) =>
     /** One transaction for the whole group, in arrival order; every commit gets its own outcome. */
     const commitGroup = (group: ReadonlyArray<Pending>) =>
       Effect.gen(function*() {
+        // A lone commit that records something is its own transaction already: no group around it.
+        if (group.length === 1 && !isStreamOnly(group[0]!.write)) {
+          return yield* Deferred.done(group[0]!.done, yield* alone(group[0]!))
+        }
         const outcomes: Outcomes = new Map()
         const transaction = Effect.gen(function*() {
           outcomes.clear()

@@ -44,10 +44,12 @@ export const makeSqlLedger = (engine: SqlEngine) => {
       )).pipe(run)
     }),
     heldSteering: Effect.fn("Store.heldSteering")(function*(id: ConversationId) {
-      const rows = yield* sql.withTransaction(Effect.zipRight(
-        exists(id),
-        sql`SELECT id, body FROM steering WHERE conversation_id = ${id} ORDER BY id`
-      )).pipe(run, Effect.flatMap(decodeRows(SteeringRow, source)))
+      // Held steering belongs to an existing conversation (a foreign key): only none asks whether it is there.
+      const rows = yield* sql`SELECT id, body FROM steering WHERE conversation_id = ${id} ORDER BY id`.pipe(
+        Effect.flatMap((held) => (held.length > 0 ? Effect.succeed(held) : Effect.as(exists(id), held))),
+        run,
+        Effect.flatMap(decodeRows(SteeringRow, source))
+      )
       return yield* messages(rows)
     }),
     takeSteering: Effect.fn("Store.takeSteering")(function*(id: ConversationId) {

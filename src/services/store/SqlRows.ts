@@ -1,11 +1,11 @@
-import { Effect, Schema } from "effect"
+import { Effect, Either, Schema } from "effect"
 import type { Conversation } from "../../domain/Conversation.js"
 import type { StoreError } from "../../domain/Errors.js"
 import { StopReasonValue } from "../../domain/Events.js"
 import type { StoredItem } from "../../domain/History.js"
 import { ConversationId, MessageId, Otid, RunId, ToolCallId } from "../../domain/Ids.js"
 import type { Run } from "../../domain/Run.js"
-import { decodeEvent, decodeStoredSettings } from "./Codec.js"
+import { decodeItemBody, decodeStoredSettings } from "./Codec.js"
 
 /**
  * Rows as a SQL store returns them (SQLite or PostgreSQL: the same columns), decoded at the
@@ -73,25 +73,45 @@ export const SegmentRow = Schema.Struct({ segment: Integer })
 
 export const RunSeqRow = Schema.Struct({ id: Schema.String, last_seq: Integer })
 
+// One decoder per row schema: a schema built per call (Schema.Array(row)) is a new AST each time,
+// which the parser cache cannot recognise, so every read would compile its parser again.
+const arrayDecoders = new WeakMap<object, (rows: unknown) => Effect.Effect<ReadonlyArray<unknown>, unknown>>()
+
+const arrayDecoder = <A, I>(schema: Schema.Schema<A, I>) => {
+  let decode = arrayDecoders.get(schema)
+  if (decode === undefined) {
+    decode = Schema.decodeUnknown(Schema.Array(schema))
+    arrayDecoders.set(schema, decode)
+  }
+  return decode as (rows: unknown) => Effect.Effect<ReadonlyArray<A>, unknown>
+}
+
 export const decodeRows = <A, I>(schema: Schema.Schema<A, I>, source: RowSource) =>
 (rows: ReadonlyArray<unknown>): Effect.Effect<ReadonlyArray<A>, StoreError> =>
-  Schema.decodeUnknown(Schema.Array(schema))(rows).pipe(
+  arrayDecoder(schema)(rows).pipe(
     Effect.mapError(() => source.corrupt("holds a row Baton cannot read (damaged, or written by another program)"))
   )
 
-export const toStoredItems = (source: RowSource) => (rows: ReadonlyArray<unknown>) =>
-  Effect.flatMap(decodeRows(ItemRow, source)(rows), (decoded) =>
-    Effect.forEach(decoded, (row): Effect.Effect<StoredItem, StoreError> =>
-      Effect.map(decodeEvent(row.body, source.label), (item) => ({
+/** Rows → stored items in one step (a loop, not an effect per row). */
+export const toStoredItems = (source: RowSource) => (rows: ReadonlyArray<unknown>): Effect.Effect<ReadonlyArray<StoredItem>, StoreError> =>
+  Effect.flatMap(decodeRows(ItemRow, source)(rows), (decoded) => {
+    const out: Array<StoredItem> = []
+    for (const row of decoded) {
+      const item = decodeItemBody(row.body, source.label)
+      if (Either.isLeft(item)) return Effect.fail(item.left)
+      out.push({
         id: row.id,
         conversationId: row.conversation_id,
         position: row.position,
         segment: row.segment,
         inContext: row.in_context === 1,
         inTrace: row.in_trace === 1,
-        item,
+        item: item.right,
         createdAt: row.created_at
-      }))))
+      })
+    }
+    return Effect.succeed(out)
+  })
 
 export const toConversation = (source: RowSource) => (row: ConversationRow): Effect.Effect<Conversation, StoreError> =>
   Effect.map(decodeStoredSettings(row.settings, source.label), (settings) => ({

@@ -60,6 +60,13 @@ export const makeSqlStore = (engine: SqlEngine) => {
     Effect.flatMap(q.conversationHead(id).pipe(Effect.flatMap(decodeRows(SegmentRow, source))), ([head]) =>
       head === undefined ? Effect.fail(conversationNotFound(id)) : Effect.succeed(head.segment))
 
+  /**
+   * One statement's rows of a conversation, no transaction around it: rows belong to an existing
+   * conversation (a foreign key), so only an empty answer asks whether the conversation is there.
+   */
+  const rowsOf = <A, E, R>(id: ConversationId, read: Effect.Effect<ReadonlyArray<A>, E, R>) =>
+    Effect.flatMap(read, (rows) => (rows.length > 0 ? Effect.succeed(rows) : Effect.as(segmentOf(id), rows)))
+
   const getConversation = (id: ConversationId) =>
     q.conversation(id).pipe(
       Effect.flatMap(conversations),
@@ -128,12 +135,12 @@ export const makeSqlStore = (engine: SqlEngine) => {
     listItems: Effect.fn("Store.listItems")(function*(id, query) {
       const limit = clampLimit(query?.limit, 100, 1000)
       const before = query?.before ?? Number.MAX_SAFE_INTEGER
-      const rows = yield* snapshot(Effect.zipRight(
-        segmentOf(id),
+      const rows = yield* rowsOf(
+        id,
         query?.after !== undefined
           ? q.itemsAfter(id, query.after, before, limit)
           : Effect.map(q.itemsBefore(id, before, limit), (r) => [...r].reverse())
-      )).pipe(run)
+      ).pipe(run)
       return yield* items(rows)
     }),
 
@@ -151,7 +158,7 @@ export const makeSqlStore = (engine: SqlEngine) => {
     currentSegment: (id) => run(segmentOf(id)),
 
     segmentItems: Effect.fn("Store.segmentItems")(function*(id, segment) {
-      const rows = yield* snapshot(Effect.zipRight(segmentOf(id), q.segmentItems(id, segment))).pipe(run)
+      const rows = yield* rowsOf(id, q.segmentItems(id, segment)).pipe(run)
       return yield* items(rows)
     }),
 
@@ -162,19 +169,19 @@ export const makeSqlStore = (engine: SqlEngine) => {
 
     toolReturns: Effect.fn("Store.toolReturns")(function*(id, toolCallIds) {
       if (toolCallIds.length === 0) return yield* Effect.as(run(segmentOf(id)), [])
-      const rows = yield* snapshot(Effect.zipRight(segmentOf(id), q.toolReturns(id, toolCallIds))).pipe(run)
+      const rows = yield* rowsOf(id, q.toolReturns(id, toolCallIds)).pipe(run)
       return yield* items(rows)
     }),
 
     pendingApprovals: Effect.fn("Store.pendingApprovals")(function*(id) {
-      const rows = yield* snapshot(Effect.zipRight(segmentOf(id), q.openCallItems(id))).pipe(run)
+      const rows = yield* rowsOf(id, q.openCallItems(id)).pipe(run)
       const calls = yield* items(rows)
       return calls.flatMap((s): Array<ToolCall> => (s.item.type === "tool_call" ? [s.item] : []))
     }),
 
     backfill: Effect.fn("Store.backfill")(function*(id, options) {
       const cap = options?.cap ?? DEFAULT_BACKFILL_CAP
-      const rows = yield* snapshot(Effect.zipRight(segmentOf(id), q.renderTail(id, Math.max(0, cap)))).pipe(run)
+      const rows = yield* rowsOf(id, q.renderTail(id, Math.max(0, cap))).pipe(run)
       const tail = yield* items([...rows].reverse())
       return backfillWindow(tail, { primary: options?.primary ?? DEFAULT_BACKFILL_PRIMARY, cap })
     }),

@@ -29,7 +29,7 @@ import {
 /**
  * The HTTP API of `baton serve`, shared by the server (handlers) and `layerRemote` (the derived client).
  * Run streams are `text/event-stream`: HttpApi v3 has no SSE schema, so they are declared as an empty 200
- * and the handler returns a raw streaming response (research/effect3-verified.md §6). Each SSE event's
+ * and the handler returns a raw streaming response. Each SSE event's
  * `data:` is one chunk as `TaskEvent` encodes it and its `id:` is `<runId>:<seq>`.
  */
 

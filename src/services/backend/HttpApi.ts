@@ -11,6 +11,7 @@ import { InputMessage, ToolCall, ToolReturn, UserMessage } from "../../domain/Me
 import { ThinkingLevel } from "../../domain/ProviderEvent.js"
 import { UsageReport } from "../../domain/Usage.js"
 import { RunInfo } from "../../domain/Run.js"
+import { VERSION } from "../Version.js"
 import {
   ApprovalPendingJson,
   ConversationBusyJson,
@@ -281,7 +282,7 @@ export class BatonApi extends HttpApi.make("baton")
   .addError(StoreFailedJson)
   .annotateContext(OpenApi.annotations({
     title: "Baton",
-    version: "0.1.0",
+    version: VERSION,
     description: "The conversation backend of `baton serve`. With a token, every endpoint but /healthz needs `Authorization: Bearer <token>`.",
     transform: (spec) => documentProtocol(spec)
   }))

@@ -11,6 +11,7 @@ import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { clusterRows } from "./cluster.js"
 import { conversationRows } from "./conversations.js"
+import { installRows } from "./install.js"
 import { providerRows } from "./ProviderThroughput.js"
 import { remoteRows } from "./RemoteStream.js"
 import { startupRows } from "./startup.js"
@@ -48,7 +49,8 @@ const sections: ReadonlyArray<readonly [string, Effect.Effect<ReadonlyArray<Row>
   ["provider", providerRows],
   ["remote", remoteRows],
   ["tools", toolRows],
-  ["cluster", clusterRows]
+  ["cluster", clusterRows],
+  ["install", installRows]
 ]
 
 const main = Effect.gen(function*() {

@@ -11,6 +11,7 @@ import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { clusterRows } from "./cluster.js"
 import { conversationRows } from "./conversations.js"
+import { installRows } from "./install.js"
 import { providerRows } from "./ProviderThroughput.js"
 import { remoteRows } from "./RemoteStream.js"
 import { sandboxRows } from "./sandbox.js"
@@ -54,7 +55,8 @@ const sections: ReadonlyArray<readonly [string, Effect.Effect<ReadonlyArray<Row>
   ["remote", remoteRows],
   ["tools", toolRows],
   ["sandbox", sandboxRows],
-  ["cluster", clusterRows]
+  ["cluster", clusterRows],
+  ["install", installRows]
 ]
 
 const main = Effect.gen(function*() {

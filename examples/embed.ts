@@ -26,4 +26,13 @@ const program = Effect.gen(function*() {
   )
 })
 
-program.pipe(Effect.scoped, Effect.provide(BatonLive), NodeRuntime.runMain)
+program.pipe(
+  Effect.scoped,
+  Effect.provide(BatonLive),
+  // No model configured: one line saying what to set, not a stack trace.
+  Effect.catchTag("ConfigError", (error) => Effect.sync(() => {
+    process.stderr.write(`embed: ${error.message}\n`)
+    process.exitCode = 2
+  })),
+  NodeRuntime.runMain
+)

@@ -9,7 +9,7 @@
 //            `import { open } from "baton/Session"`. Types: dist/types/ (tsc -p tsconfig.build.json).
 // dist/page/ the page of `baton web` (scripts/build-page.mjs).
 import { build } from "esbuild"
-import { readdirSync, rmSync } from "node:fs"
+import { readdirSync, readFileSync, rmSync } from "node:fs"
 import { join, relative } from "node:path"
 import { fileURLToPath } from "node:url"
 import { buildPage } from "./build-page.mjs"
@@ -19,6 +19,9 @@ const sources = (dir) =>
   readdirSync(join(root, dir), { withFileTypes: true }).flatMap((entry) =>
     entry.isDirectory() ? sources(join(dir, entry.name)) : entry.name.endsWith(".ts") ? [join(dir, entry.name)] : []
   )
+
+// package.json is the version's one source: built in, so `baton --version` reads no file.
+const define = { BATON_VERSION: JSON.stringify(JSON.parse(readFileSync(join(root, "package.json"), "utf8")).version) }
 
 for (const dir of ["dist/bin", "dist/lib"]) rmSync(join(root, dir), { recursive: true, force: true })
 
@@ -36,6 +39,7 @@ await Promise.all([
     minify: true,
     sourcemap: "linked",
     external: ["better-sqlite3"],
+    define,
     banner: { js: "import { createRequire as __batonRequire } from 'node:module'; const require = __batonRequire(import.meta.url);" },
     logLevel: "warning"
   }),
@@ -45,6 +49,7 @@ await Promise.all([
     outbase: "src",
     outdir: "dist/lib",
     bundle: false,
+    define,
     platform: "node",
     format: "esm",
     target: "node20",

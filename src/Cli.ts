@@ -1,11 +1,17 @@
 import * as Args from "@effect/cli/Args"
 import * as Command from "@effect/cli/Command"
+import * as HelpDoc from "@effect/cli/HelpDoc"
 import * as Options from "@effect/cli/Options"
+import * as ValidationError from "@effect/cli/ValidationError"
+import * as Console from "effect/Console"
 import * as Config from "effect/Config"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import { APPROVE_MODES, type CommonArgs, noCommonArgs, PROVIDER_KINDS, SANDBOX_MODES } from "./programs/cli/CommonArgs.js"
-import { VERSION } from "./programs/cli/Version.js"
+import { commandTree, resolve } from "./programs/cli/CommandTree.js"
+import { helpPage } from "./programs/cli/HelpPage.js"
+import { UsageError, usageErrorMessage } from "./programs/cli/UsageError.js"
+import { VERSION } from "./services/Version.js"
 
 /**
  * The `baton` command line: options, arguments and help. Each handler hands its parsed options to
@@ -57,6 +63,10 @@ const noProjectInstructionsOption = Options.boolean("no-project-instructions").p
   Options.withDescription("Start a new conversation without the AGENTS.md / CLAUDE.md files in its system prompt")
 )
 
+/** An integer option's lower bound, refused as a usage error naming the option. */
+const atLeast = (option: string, min: number) => (n: number) =>
+  n >= min ? Effect.succeed(n) : Effect.fail(ValidationError.invalidValue(HelpDoc.p(`${option} expects a whole number of at least ${min}, got '${n}'`)))
+
 /** The options of every task command. */
 const common = {
   provider: providerOption,
@@ -69,7 +79,12 @@ const common = {
     Options.withDescription("Calls the rules leave open: ask (prompt; denied when stdin is not a terminal), allow, or deny"),
     Options.optional
   ),
-  maxTurns: Options.integer("max-turns").pipe(Options.withPseudoName("N"), Options.withDescription("Stop a task after this many model turns"), Options.optional),
+  maxTurns: Options.integer("max-turns").pipe(
+    Options.withPseudoName("N"),
+    Options.withDescription("Stop a task after this many model turns (at least 1)"),
+    Options.mapEffect(atLeast("--max-turns", 1)),
+    Options.optional
+  ),
   home: homeOption,
   database: databaseOption,
   server: serverOption,
@@ -296,9 +311,24 @@ const mcp = Command.make("mcp").pipe(
   ])
 )
 
-const baton = Command.make("baton").pipe(
+export const baton = Command.make("baton").pipe(
   Command.withDescription("An agent runtime: a model proposes tool calls, you or your rules approve them, Baton runs them."),
   Command.withSubcommands([run, chat, sessions, usage, mcp, serve, web, replay, demo])
 )
 
-export const cli = Command.run(baton, { name: "baton", version: VERSION })
+const parse = Command.run(baton, { name: "baton", version: VERSION })
+const tree = commandTree(baton.descriptor)
+
+/**
+ * Runs `argv` (process.argv). `--help` pages and usage errors are written from the command tree
+ * (HelpPage.ts, UsageError.ts); the parser's own printing of its errors is dropped by main.ts.
+ */
+export const cli = (argv: ReadonlyArray<string>) => {
+  const words = argv.slice(2)
+  const { command, rest } = resolve(tree, words)
+  // `baton sessions` alone asks what `sessions` offers, as `--help` does.
+  if (words.includes("--help") || words.includes("-h") || (command.subcommands.length > 0 && rest.length === 0)) return Console.log(helpPage(command))
+  return parse(argv).pipe(
+    Effect.catchIf(ValidationError.isValidationError, (error) => Effect.fail(new UsageError({ message: usageErrorMessage(tree, words, error) })))
+  )
+}

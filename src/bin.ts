@@ -1,5 +1,5 @@
 import { quickAnswer, rootHelp } from "./programs/cli/Help.js"
-import { VERSION } from "./programs/cli/Version.js"
+import { VERSION } from "./services/Version.js"
 
 // The bundle's entry: the overview page and the version need nothing but this file; any other
 // invocation loads the CLI (main.ts) on demand. See bench/startup.ts.

@@ -12,15 +12,20 @@ import { cli } from "./Cli.js"
 import { endingOf } from "./programs/cli/Ending.js"
 import { colorFor, stripAnsi } from "./programs/cli/view/Style.js"
 
-/** Help and usage errors come from @effect/cli in colour; a pipe or NO_COLOR gets them plain. */
-const plainConsole = Effect.map(Effect.console, (console): Console.Console => ({
-  ...console,
-  log: (...args) => console.log(...args.map((a) => (typeof a === "string" ? stripAnsi(a) : a))),
-  error: (...args) => console.error(...args.map((a) => (typeof a === "string" ? stripAnsi(a) : a)))
-}))
+/**
+ * @effect/cli prints its parse errors with Console.error, in its own words; Cli.ts turns each into one
+ * line (UsageError), so those prints are dropped (no command writes through Console.error). What it
+ * prints with Console.log (`--version`, completions) is plain on a pipe or with NO_COLOR.
+ */
+const cliConsole = (color: boolean) =>
+  Effect.map(Effect.console, (console): Console.Console => ({
+    ...console,
+    log: (...args) => console.log(...args.map((a) => (typeof a === "string" && !color ? stripAnsi(a) : a))),
+    error: () => Effect.void
+  }))
 
 const program = cli(process.argv).pipe(
-  (self) => colorFor(process.stdout, process.env) ? self : Effect.flatMap(plainConsole, (c) => Effect.withConsole(self, c)),
+  (self) => Effect.flatMap(cliConsole(colorFor(process.stdout, process.env)), (c) => Effect.withConsole(self, c)),
   // What @effect/cli needs (not NodeContext: its command executor and workers would load for nothing).
   Effect.provide(Layer.mergeAll(
     NodeFileSystem.layer,

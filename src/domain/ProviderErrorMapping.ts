@@ -100,7 +100,7 @@ const lower = (value: string | number | null | undefined): string => (value == n
 // Letta's NON_RETRYABLE_429_REASONS (exceeded-quota, not-enough-credits) and run error llm_insufficient_credits.
 const billing =
   /insufficient_quota|exceeded your current quota|billing|credit balance is too low|payment required|insufficient[ _-]credits|exceeded-quota|not-enough-credits|out of credits/
-// The context-engine seed's transient subscription limit: retried on the reconnect ladder, whatever the status.
+// A transient subscription limit: retried on the reconnect ladder, whatever the status.
 const userQuota = /insufficient_user_quota/
 const overflow =
   /context_length_exceeded|context length|context window|maximum context|prompt is too long|too many tokens|input is too long|request_too_large|string_above_max_length|reduce the length of the messages/

@@ -22,7 +22,7 @@ export type Recovery = Data.TaggedEnum<{
   /** Try again after `delayMs`; `reminder` asks an empty-answering model for content. */
   Retry: { readonly delayMs: number; readonly reminder: boolean }
   CompactThenRetry: {}
-  /** Send the request again with every image replaced by a short placeholder (Letta seed §9.6). */
+  /** Send the request again with every image replaced by a short placeholder. */
   RetryWithoutImages: {}
   ResolveStaleApproval: {}
   WaitBusy: { readonly delayMs: number }

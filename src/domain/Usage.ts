@@ -1,9 +1,9 @@
 import { Schema } from "effect"
 
 /**
- * Usage accounting (context-engine seed: every `token_usage` kept as the raw data for cost
- * statistics): one record per model request that reported usage, whatever it was for — a turn, a
- * compaction, a title — failed attempts included. `baton usage` and `GET /v1/usage` aggregate them,
+ * Usage accounting, every `token_usage` kept as the raw data for cost statistics: one record per
+ * model request that reported usage, whatever it was for (a turn, a compaction, a title), failed
+ * attempts included. `baton usage` and `GET /v1/usage` aggregate them,
  * with cost from the settings' `pricing` table.
  */
 

@@ -2,7 +2,7 @@ import { Channel, Chunk, type Stream as S, Stream } from "effect"
 
 /**
  * Keeping a batch whole. On the hot path a Stream chunk is a batch: the events one network read
- * produced (DESIGN "The hot path"). Per-element operators (`mapEffect`, `tap`, `filterEffect`) split
+ * produced. Per-element operators (`mapEffect`, `tap`, `filterEffect`) split
  * a chunk into single-element steps, so every stage from the socket to the store to stdout works a
  * chunk at a time instead, with one synchronous step per chunk.
  */

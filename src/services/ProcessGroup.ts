@@ -41,8 +41,7 @@ const awaitNone = (alive: () => boolean): Effect.Effect<void> =>
 
 /**
  * SIGTERM, then SIGKILL to whatever is left after the grace period. Runs inside finalizers, which
- * are uninterruptible: without `Effect.interruptible` the timeout could never fire
- * (research/effect3-recipes.md §2).
+ * are uninterruptible: without `Effect.interruptible` the timeout could never fire.
  */
 const terminate = (target: number, alive: () => boolean, grace: Duration.DurationInput) =>
   Effect.gen(function*() {

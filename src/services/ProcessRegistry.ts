@@ -17,7 +17,7 @@ export const noProcessTracking: ProcessTracker = { env: {}, register: () => Effe
 
 /**
  * A process group Baton started (a shell tool, an MCP server), recorded on disk while it runs. A detached group outlives
- * a SIGKILLed parent; the record lets the next start find and kill it (research/effect3-recipes.md §2).
+ * a SIGKILLed parent; the record lets the next start find and kill it.
  */
 const ProcessRecord = Schema.Struct({
   pgid: Schema.Int,

@@ -32,6 +32,8 @@ describe("baton demo (built CLI)", () => {
       for (const marker of ["● Bash node test.js", "2 of 4 failed", "● Read src/slug.js", "● Edit src/slug.js", "all 4 passed", "✓ the task is done"]) {
         assert.include(out, marker)
       }
+      // Each call is printed once, parallel ones included (the two Reads): five calls, five call lines.
+      assert.lengthOf(out.match(/^● /gm) ?? [], 5, out)
       assert.match(out, /5 -     \.replace\(\/\[\^a-z0-9\]\/g, "-"\)\n\s+5 \+     \.replace\(\/\[\^a-z0-9\]\+\/g, "-"\)/, "the Edit is shown as a diff")
       const home = Path.join(root!, "home")
       const workspace = Path.join(root!, "workspace")
@@ -52,6 +54,13 @@ describe("baton demo (built CLI)", () => {
 
       const listed = yield* runCli(["sessions", "list", "--home", home, "--json"])
       assert.deepStrictEqual(listed.stdout.trim().split("\n").map((l) => (JSON.parse(l) as { id: string }).id), [id])
+
+      // The recording's requests are accounted under the demo model's name, not "unknown".
+      const usage = yield* runCli(["usage", "--home", home, "--json"])
+      assert.deepStrictEqual(
+        (JSON.parse(usage.stdout) as { conversations: ReadonlyArray<{ model: string }> }).conversations.map((c) => c.model),
+        ["baton-demo-recording"]
+      )
 
       const out2 = Path.join(root!, "trace")
       const exported = yield* runCli(["sessions", "export", id!, "--home", home, "--out", out2])

@@ -2,7 +2,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
-import { loadSettings, mergeSettings } from "../../src/programs/cli/LoadSettings.js"
+import { loadSettings, mergeSettings, readableType } from "../../src/programs/cli/LoadSettings.js"
 import { tempDir } from "../support/tempDir.js"
 
 /** Settings files: `$BATON_HOME/settings.json` then `<workspace>/.baton/settings.json`. */
@@ -55,10 +55,19 @@ describe("loadSettings", () => {
       assert.strictEqual(error.source, file)
       assert.include(error.message, file)
       assert.include(error.message, `provider: expected "openai-chat" | "anthropic" | "openai-responses" | "replay", got "openai"`)
-      assert.include(error.message, "permissions.allow[1]: expected string, got 7")
+      assert.include(error.message, "permissions.allow[1]: expected a string, got 7")
       assert.include(error.message, `compaction.mode: expected "summarize" | "discard" | "sliding_window", got "fold"`)
       assert.include(error.message, "extra: unknown key")
     }))
+
+  it("types are named as a person writing JSON reads them, never as TypeScript", () => {
+    assert.strictEqual(readableType("ReadonlyArray<string>"), "a list of strings")
+    assert.strictEqual(readableType("ReadonlyArray<ReadonlyArray<number>>"), "a list of a list of numbers")
+    assert.strictEqual(readableType("{ readonly command: string }"), "an object")
+    assert.strictEqual(readableType("Int"), "a whole number")
+    assert.strictEqual(readableType("boolean"), "true or false")
+    assert.strictEqual(readableType("\"full\""), "\"full\"")
+  })
 
   it.scoped("agents: a later file's type replaces an earlier one by name; an unknown or missing key is an error naming the field", () =>
     Effect.gen(function*() {

@@ -137,7 +137,7 @@ describe("EventView", () => {
       "● Bash ls\n",
       "  ✓ allowed by rule (Bash(ls))\n",
       "  ⎿ x\n    y\n",
-      "● Read a.txt\n  ⎿ denied — Tool call denied by user.\n"
+      "  ⎿ Read a.txt: denied — Tool call denied by user.\n"
     ])
   })
 

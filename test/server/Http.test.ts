@@ -1,5 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Either, Layer, Schema } from "effect"
+import * as Fs from "node:fs"
 import { type Chunk, TaskEventFromJson } from "../../src/domain/Events.js"
 import { ConversationId } from "../../src/domain/Ids.js"
 import { layerScripted, type ScriptEntry, Turn } from "../../src/services/provider/Scripted.js"
@@ -199,10 +200,13 @@ describe("server HTTP protocol", () => {
       const response = yield* Effect.promise(() => fetch(`${server.url}/openapi.json`))
       const spec = JSON.parse(yield* Effect.promise(() => response.text())) as {
         openapi: string
+        info: { version: string }
         paths: Record<string, Record<string, { security: ReadonlyArray<unknown>; responses: Record<string, { content?: Record<string, unknown> }> }>>
         components: { securitySchemes: Record<string, unknown>; schemas: Record<string, unknown> }
       }
       assert.match(spec.openapi, /^3\./)
+      // The package's version, from package.json (its one source).
+      assert.strictEqual(spec.info.version, (JSON.parse(Fs.readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string }).version)
       const operations = Object.entries(spec.paths).flatMap(([path, item]) => Object.keys(item).map((method) => `${method.toUpperCase()} ${path}`))
       assert.sameMembers(operations, [
         "POST /v1/conversations",

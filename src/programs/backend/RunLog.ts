@@ -14,8 +14,7 @@ import { chunksPersisted } from "./Metrics.js"
  * 2, 3…), commits each batch with its history items in one transaction, and only then publishes it,
  * so nobody ever sees a chunk the Store does not have. A follower subscribes first, then reads the
  * Store to its end, then takes live chunks with a higher seq: no gap (anything committed after the
- * read was published after the subscription) and no duplicate (the seq filter). See
- * research/effect3-recipes.md §4.
+ * read was published after the subscription) and no duplicate (the seq filter).
  */
 export interface RunLog {
   readonly runId: RunId

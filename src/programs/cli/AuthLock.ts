@@ -8,7 +8,7 @@ import type { LiveView } from "./view/LiveView.js"
 import type { Style } from "./view/Style.js"
 
 /**
- * Chat's auth lock (context-engine seed, "自动重连"): after the model refused the credentials the
+ * Chat's auth lock: after the model refused the credentials the
  * prompt is locked, naming the model and where the key comes from. It unlocks when the user retries
  * (Enter: the credentials are read again first), by itself when they change (the apiKeyHelper's
  * output is read again every second), or with `/key`, a key typed without echo for this process only.

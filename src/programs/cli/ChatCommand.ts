@@ -27,7 +27,7 @@ import { makeScreen } from "./view/Screen.js"
 import { open, type SessionError } from "../session/Session.js"
 import { renderHistory } from "./SessionsCommand.js"
 import { colorFor, makeStyle } from "./view/Style.js"
-import { VERSION } from "./Version.js"
+import { VERSION } from "../../services/Version.js"
 
 const HELP = [
   "/compact   summarize the conversation so far into a fresh context",

@@ -53,7 +53,7 @@ const readPrompt = (words: ReadonlyArray<string>) =>
       return yield* new ConfigError({
         source: "command line",
         field: option,
-        message: `unknown option ${option} (see baton run --help); a prompt that starts with a dash can be given on stdin with \`-\``
+        message: `unknown option ${option} for \`baton run\`; see \`baton run --help\` (a prompt that starts with a dash can be given on stdin with \`-\`)`
       })
     }
     return words.length === 1 && words[0] === "-" ? Fs.readFileSync(0, "utf8") : words.join(" ")
@@ -194,7 +194,7 @@ export const usage = Effect.fn("Commands.usage")(function*(
   }
   const conversationId = options.conversation === undefined ? undefined : yield* parseConversationId(options.conversation)
   // The settings (for `pricing`) of the home and the current directory, as a task command reads them.
-  const env = yield* resolveEnv(args, io.cwd())
+  const env = yield* existingHome(yield* resolveEnv(args, io.cwd()))
   const pricing = env.settings.file.pricing
   yield* showUsage(io, {
     json: options.json,
@@ -204,18 +204,31 @@ export const usage = Effect.fn("Commands.usage")(function*(
   }).pipe(Effect.provide(Layers.backend(env)))
 })
 
+/**
+ * The commands that read conversations never create a home: a mistyped `--home` is said, not shown
+ * as an empty one (the SQLite store would create the directory). A database or server needs none.
+ */
+const existingHome = (env: AppEnv): Effect.Effect<AppEnv, ConfigError> =>
+  env.args.server !== undefined || env.args.database !== undefined || Fs.existsSync(env.home)
+    ? Effect.succeed(env)
+    : Effect.fail(new ConfigError({
+      source: "command line",
+      field: "--home",
+      message: `no Baton home at ${env.home}: nothing has run there (--home or BATON_HOME names the directory holding baton.db)`
+    }))
+
 export const sessionsList = Effect.fn("Commands.sessionsList")(function*(
   args: CommonArgs,
   options: { readonly json: boolean; readonly limit: number; readonly all?: boolean }
 ) {
   const io = nodeIo()
-  yield* listSessions(io, options).pipe(Effect.provide(Layers.backend(storeEnv(args, io.cwd()))))
+  yield* listSessions(io, options).pipe(Effect.provide(Layers.backend(yield* existingHome(storeEnv(args, io.cwd())))))
 })
 
 export const sessionsShow = Effect.fn("Commands.sessionsShow")(function*(args: CommonArgs, options: { readonly json: boolean; readonly id: string }) {
   const io = nodeIo()
   const id = yield* parseConversationId(options.id)
-  yield* showSession(io, id, options).pipe(Effect.provide(Layers.backend(storeEnv(args, io.cwd()))))
+  yield* showSession(io, id, options).pipe(Effect.provide(Layers.backend(yield* existingHome(storeEnv(args, io.cwd())))))
 })
 
 export const sessionsFork = Effect.fn("Commands.sessionsFork")(function*(
@@ -224,11 +237,11 @@ export const sessionsFork = Effect.fn("Commands.sessionsFork")(function*(
 ) {
   const io = nodeIo()
   const id = yield* parseConversationId(options.id)
-  yield* forkSession(io, id, options).pipe(Effect.provide(Layers.backend(storeEnv(args, io.cwd()))))
+  yield* forkSession(io, id, options).pipe(Effect.provide(Layers.backend(yield* existingHome(storeEnv(args, io.cwd())))))
 })
 
 export const sessionsExport = Effect.fn("Commands.sessionsExport")(function*(args: CommonArgs, options: { readonly id: string; readonly out: string | undefined }) {
   const io = nodeIo()
   const id = yield* parseConversationId(options.id)
-  yield* exportSession(io, id, options).pipe(Effect.provide(Layers.backend(storeEnv(args, io.cwd()))))
+  yield* exportSession(io, id, options).pipe(Effect.provide(Layers.backend(yield* existingHome(storeEnv(args, io.cwd())))))
 })

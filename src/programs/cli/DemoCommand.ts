@@ -60,6 +60,8 @@ export const prepareDemo = (assets: string): Effect.Effect<DemoDirs> =>
 const invocation = (io: Io): string => {
   const script = io.argv[1]
   if (script === undefined) return "baton"
+  // Installed (npm install -g): the bin's directory is on PATH, and `baton` is what the user types.
+  if ((io.env["PATH"] ?? "").split(Path.delimiter).some((dir) => dir !== "" && Path.resolve(dir) === Path.dirname(script))) return "baton"
   const relative = Path.relative(io.cwd(), script)
   return relative.startsWith("..") || Path.isAbsolute(relative) ? "baton" : `node ${relative}`
 }

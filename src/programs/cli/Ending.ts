@@ -33,6 +33,7 @@ export const endingOf = (cause: Cause.Cause<unknown>): Ending => {
     case "ConfigError":
     case "NotFound":
     case "InvalidInput":
+    case "UsageError":
     case "ServerStartError":
     case "WebStartError":
       return { code: ExitCode.usage, message }

@@ -1,4 +1,4 @@
-import { VERSION } from "./Version.js"
+import { VERSION } from "../../services/Version.js"
 
 /**
  * `baton`, `baton --help` and `baton --version`, answered without loading Effect: the first thing a

@@ -24,7 +24,7 @@ import { type AppEnv, conversationSettings, databaseUrl, describeProvider, provi
 import { mcpServerConfigs } from "./McpServers.js"
 import { sandboxConfig } from "./Sandboxing.js"
 import { telemetryConfig } from "./TelemetryConfig.js"
-import { VERSION } from "./Version.js"
+import { VERSION } from "../../services/Version.js"
 
 /**
  * The CLI's composition root: the one module that turns an environment (AppEnv: home, workspace,
@@ -72,9 +72,14 @@ export const paced = (deltaMs: number, firstMs: number): Layer.Layer<Provider, n
         )
     })))
 
-/** The demo's model: its cassette, paced for reading unless `fast`. */
+/** What `baton usage` and telemetry call the demo's model: a recording, no model behind it. */
+export const DEMO_MODEL = "baton-demo-recording"
+
+/** The demo's model: its cassette, paced for reading unless `fast`, under DEMO_MODEL's name. */
 export const demoModel = (cassette: string, options: { readonly fast: boolean }): Layer.Layer<Provider, ConfigError> =>
-  options.fast ? replay(cassette) : paced(18, 500).pipe(Layer.provide(replay(cassette)))
+  Layer.effect(Provider, Effect.map(Provider, (inner) => Provider.of({ ...inner, model: DEMO_MODEL, info: { name: "replay", model: DEMO_MODEL } }))).pipe(
+    Layer.provide(options.fast ? replay(cassette) : paced(18, 500).pipe(Layer.provide(replay(cassette))))
+  )
 
 /** The home's SQLite file, as durable as the settings ask (`durability`: normal by default, or full). */
 export const storeOptions = (env: AppEnv): SqliteOptions => ({ filename: storeFile(env), synchronous: env.settings.file.durability ?? "normal" })

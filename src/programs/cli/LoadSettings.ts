@@ -47,6 +47,35 @@ const decodeMcp = Schema.decodeUnknownEither(McpFile, { errors: "all" })
 const pathText = (path: ReadonlyArray<PropertyKey>): string =>
   path.reduce<string>((acc, key) => (typeof key === "number" ? `${acc}[${key}]` : acc === "" ? String(key) : `${acc}.${String(key)}`), "")
 
+const PLURAL: Record<string, string> = { "a string": "strings", "a number": "numbers", "a whole number": "whole numbers", "an object": "objects" }
+
+/** A schema's type as a person writing JSON reads it: `ReadonlyArray<string>` is "a list of strings". */
+export const readableType = (type: string): string => {
+  const list = /^(?:ReadonlyArray|Array)<(.*)>$/s.exec(type) ?? /^readonly (.*)\[\]$/s.exec(type)
+  if (list !== null) {
+    const item = readableType(list[1]!)
+    return `a list of ${PLURAL[item] ?? item}`
+  }
+  if (/^(?:Record<|\{)/.test(type)) return "an object"
+  switch (type) {
+    case "string":
+    case "NonEmptyString":
+    case "Trimmed":
+      return "a string"
+    case "number":
+    case "Finite":
+      return "a number"
+    case "Int":
+    case "NonNegativeInt":
+    case "PositiveInt":
+      return "a whole number"
+    case "boolean":
+      return "true or false"
+    default:
+      return type
+  }
+}
+
 /**
  * One readable line per field: the issues of a literal union ("Expected "a", actual "x"" four times)
  * become one "expected "a" | "b", got "x"".
@@ -66,7 +95,7 @@ export const describeIssues = (issues: ReadonlyArray<ParseResult.ArrayFormatterI
     if (parsed.every((m) => m !== null)) {
       const expected = [...new Set(parsed.map((m) => m![1]!))]
       const got = parsed[0]![2]!
-      const shown = field === "" ? "a JSON object" : expected.join(" | ")
+      const shown = field === "" ? "a JSON object" : expected.map(readableType).join(" | ")
       return { field, message: `expected ${shown}, got ${got.length > 60 ? `${got.slice(0, 60)}…` : got}` }
     }
     return { field, message: list.map((i) => i.message).join("; ") }

@@ -32,7 +32,10 @@ export const renderUsage = (report: UsageReport): ReadonlyArray<string> => {
 }
 
 export const showUsage = Effect.fn("Cli.usage")(function*(io: Io, options: UsageOptions) {
-  const report = yield* (yield* Backend).usage({
+  const backend = yield* Backend
+  // An unknown id is a mistake to report (NotFound, exit 2), not a conversation with no usage.
+  if (options.conversationId !== undefined) yield* backend.getConversation(options.conversationId)
+  const report = yield* backend.usage({
     ...(options.conversationId !== undefined ? { conversationId: options.conversationId } : {}),
     ...(options.since !== undefined ? { since: options.since } : {}),
     ...(options.pricing !== undefined ? { pricing: options.pricing } : {})

@@ -114,7 +114,7 @@ export const makeToolBatch = Effect.fn("ToolBatch.make")(function*(deps: BatchDe
 
   const add = Effect.fn("ToolBatch.add")(function*(call: ToolCall) {
     const slot: Slot = { call, result: yield* Deferred.make<ToolReturn>(), committed: yield* Deferred.make<boolean>() }
-    // A call already in the batch (a stream that repeated its approval request, Letta seed §7.2) is
+    // A call already in the batch (a stream that repeated its approval request) is
     // asked and run once, and answered once: a second result would fail the next input.
     const fresh = yield* Ref.modify(slots, (all) =>
       all.some((s) => s.call.tool_call_id === call.tool_call_id) ? [false, all] : [true, [...all, slot]])

@@ -11,6 +11,7 @@ import { InputMessage, ToolCall, ToolReturn, UserMessage } from "../../domain/Me
 import { ThinkingLevel } from "../../domain/ProviderEvent.js"
 import { UsageReport } from "../../domain/Usage.js"
 import { RunInfo } from "../../domain/Run.js"
+import { VERSION } from "../Version.js"
 import {
   ApprovalPendingJson,
   ConversationBusyJson,
@@ -29,7 +30,7 @@ import {
 /**
  * The HTTP API of `baton serve`, shared by the server (handlers) and `layerRemote` (the derived client).
  * Run streams are `text/event-stream`: HttpApi v3 has no SSE schema, so they are declared as an empty 200
- * and the handler returns a raw streaming response (research/effect3-verified.md §6). Each SSE event's
+ * and the handler returns a raw streaming response. Each SSE event's
  * `data:` is one chunk as `TaskEvent` encodes it and its `id:` is `<runId>:<seq>`.
  */
 
@@ -282,7 +283,7 @@ export class BatonApi extends HttpApi.make("baton")
   .addError(StoreFailedJson)
   .annotateContext(OpenApi.annotations({
     title: "Baton",
-    version: "0.1.0",
+    version: VERSION,
     description: "The conversation backend of `baton serve`. With a token, every endpoint but /healthz needs `Authorization: Bearer <token>`.",
     transform: (spec) => documentProtocol(spec)
   }))

@@ -17,7 +17,7 @@ export interface FairRwLockState {
 
 /**
  * A readers/writer lock with strict FIFO admission. Effect 3's Semaphore lets a newcomer barge past
- * queued waiters (research/effect3-recipes.md §1), which starves writers and breaks call order;
+ * queued waiters, which starves writers and breaks call order;
  * here a reader that arrives behind a queued writer waits for it.
  */
 export interface FairRwLock {

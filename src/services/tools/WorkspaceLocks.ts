@@ -11,7 +11,7 @@ export interface WorkspaceLocksState {
 }
 
 /**
- * The locks of one workspace (DESIGN.md "Resource locks"): a fair readers/writer gate that global
+ * The locks of one workspace: a fair readers/writer gate that global
  * tools take exclusively and every other tool shares, plus one fair exclusive lock per file path.
  */
 export interface WorkspaceLocks {

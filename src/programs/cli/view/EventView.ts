@@ -203,8 +203,10 @@ export const viewEvent = (state: ViewState, event: TaskEvent, options: ViewOptio
     }
     case "tool_return": {
       const call = calls.get(event.tool_call_id)
-      const label = call !== undefined && lastCall !== event.tool_call_id ? callLine(call, style) : undefined
-      note(label, ...resultLines(event, call, style))
+      // Not right under its call (parallel calls): the result names its call, rather than printing
+      // the call's line a second time as if it were another call.
+      const label = call !== undefined && lastCall !== event.tool_call_id ? `${callHeader(call).tool} ${callHeader(call).subject}: ` : ""
+      note(...resultLines(event, call, style).map((line, i) => (i === 0 ? line.replace("⎿ ", `⎿ ${label}`) : line)))
       lastCall = event.tool_call_id
       break
     }

@@ -216,6 +216,46 @@ describe("baton web over plain HTTP (built CLI): who may use it, approvals with 
       assert.isFalse(Fs.existsSync(Path.join(dirs.workspace, "ran.txt")), "never run")
     }))
 
+  it.scopedLive("GET /api/openapi.json documents the page's API (behind the same token): its endpoints, the event stream, serve's error schemas", () =>
+    Effect.gen(function*() {
+      const model = yield* MockModelServer.make()
+      const dirs = yield* cliDirs
+      const token = "tok-openapi-0123456789"
+      const web = yield* startWeb(["--port", "0", "-w", dirs.workspace, "--home", dirs.home, "--token", token], model.childEnv("anthropic"))
+      const url = `${web.origin}/api/openapi.json`
+      assertErrorJson(yield* request(url), { status: 401, code: "unauthorized", mentions: "token" })
+      const answer = yield* request(url, { headers: { authorization: `Bearer ${token}` } })
+      assert.strictEqual(answer.status, 200)
+      const spec = JSON.parse(answer.body) as {
+        readonly paths: Record<string, Record<string, { readonly responses: Record<string, { readonly content?: Record<string, unknown> }> }>>
+      }
+      const operations = Object.entries(spec.paths).flatMap(([path, item]) => Object.keys(item).map((method) => `${method.toUpperCase()} ${path}`))
+      for (
+        const operation of [
+          "GET /api/info",
+          "GET /v1/usage",
+          "GET /api/conversations",
+          "POST /api/conversations",
+          "GET /api/conversations/{id}",
+          "GET /api/conversations/{id}/subagents",
+          "GET /api/conversations/{id}/usage",
+          "GET /api/conversations/{id}/backfill",
+          "GET /api/conversations/{id}/events",
+          "POST /api/conversations/{id}/tasks",
+          "POST /api/conversations/{id}/approvals/{call}",
+          "POST /api/conversations/{id}/steer",
+          "POST /api/conversations/{id}/title",
+          "POST /api/conversations/{id}/interrupt",
+          "POST /api/conversations/{id}/skip-wait",
+          "POST /api/conversations/{id}/retry"
+        ]
+      ) assert.include(operations, operation)
+      const answerCall = spec.paths["/api/conversations/{id}/approvals/{call}"]?.post
+      assert.containsAllKeys(answerCall?.responses ?? {}, ["200", "400", "404", "409", "413"], "the errors `baton serve` answers with")
+      assert.containsAllKeys(spec.paths["/api/conversations/{id}/tasks"]?.post?.responses ?? {}, ["202"])
+      assert.containsAllKeys(spec.paths["/api/conversations/{id}/events"]?.get?.responses["200"]?.content ?? {}, ["text/event-stream"])
+    }))
+
   it.scopedLive("bad input is a clear 4xx and starts nothing: an empty prompt, a bad decision, an unknown conversation, a body over the limit", () =>
     Effect.gen(function*() {
       const model = yield* MockModelServer.make()

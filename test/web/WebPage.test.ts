@@ -5,7 +5,7 @@ import * as Path from "node:path"
 import type { Page } from "playwright-core"
 import { assert, describe, it } from "vitest"
 import * as MockModelServer from "../support/MockModelServer.js"
-import { Reply } from "../support/MockModelServer.js"
+import { Reply, userTexts } from "../support/MockModelServer.js"
 import { button, message, newConversation as newPage, send, useWebWorld } from "../support/webBrowser.js"
 import { haveChromium, startWeb } from "../support/webProcess.js"
 
@@ -116,6 +116,48 @@ describe.skipIf(!haveChromium)("baton web in Chromium", () => {
     assert.strictEqual(await tabB.locator("[data-call=call_ls] .result .status-success").count(), 1)
     await tabA.close()
     await tabB.close()
+  })
+
+  it("a line that loses the race with the task's end becomes the next prompt, shown as such", async () => {
+    let release = () => {}
+    const held = new Promise<void>((resolve) => (release = resolve))
+    await inScope(world.model.enqueue(
+      Reply.text(["Almost ", "done."], {}, { writes: [{ events: 3 }, { events: 100, after: held }] }),
+      Reply.text("Taken as a prompt.")
+    ))
+    const page = await world.browser.newPage()
+    await newConversation(page)
+    await send(page, "start")
+    await page.getByText("Almost", { exact: true }).waitFor()
+    await button(page, "Steer").waitFor()
+    // The page still shows the task running when the line is sent; the Steer request is held in the
+    // browser until the host's task has ended (the page shows Send again), so the host answers
+    // `queued: false`: the race, every time.
+    let steered = () => {}
+    const steerSent = new Promise<void>((resolve) => (steered = resolve))
+    let proceed = () => {}
+    const ended = new Promise<void>((resolve) => (proceed = resolve))
+    await page.route("**/steer", async (route) => {
+      steered()
+      await ended
+      await route.continue()
+    })
+    await message(page).fill("one more thing")
+    await button(page, "Steer").click()
+    await steerSent
+    release()
+    await page.getByText("Almost done.").waitFor()
+    await button(page, "Send").waitFor()
+    proceed()
+    await page.getByText("sent as the next prompt").waitFor()
+    await page.getByText("Taken as a prompt.").waitFor()
+    const last = (await inScope(world.model.requests)).at(-1)!
+    assert.strictEqual(userTexts(last).at(-1), "one more thing", "the line went to the model as the next prompt")
+    assert.notInclude(last.body, "[user_steering]", "not as steering")
+    const users = page.locator("#transcript .msg.user")
+    assert.strictEqual(await users.last().textContent(), "one more thing")
+    assert.strictEqual(await page.locator("#transcript .msg.user.steering").count(), 0)
+    await page.close()
   })
 
   it("a 503's countdown cut short by Retry now (before the announced delay, same attempt count); another abandoned with Abandon; Stop", async () => {

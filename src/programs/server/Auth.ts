@@ -1,4 +1,5 @@
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
+import type * as HttpApp from "@effect/platform/HttpApp"
 import { HttpApiDecodeError } from "@effect/platform/HttpApiError"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
@@ -7,7 +8,7 @@ import { Cause, Effect, Option, Redacted, Ref, Schema } from "effect"
 import * as Crypto from "node:crypto"
 import { InvalidInput, StreamBroken, Unauthorized } from "../../domain/Errors.js"
 import { BatonApi } from "../../services/backend/HttpApi.js"
-import { PayloadTooLargeJson, UnauthorizedJson, UnavailableJson } from "../../services/backend/HttpErrors.js"
+import { ForbiddenJson, PayloadTooLargeJson, UnauthorizedJson, UnavailableJson } from "../../services/backend/HttpErrors.js"
 
 /** 127.0.0.0/8, ::1 (also IPv4-mapped) and `localhost`; everything else may be reachable from elsewhere. */
 export const isLoopbackHost = (host: string): boolean => {
@@ -33,11 +34,6 @@ export const bearerCheck = (token: Redacted.Redacted<string>) => {
 }
 
 const PUBLIC_PATHS: ReadonlySet<string> = new Set(["/healthz"])
-
-const unauthorized = HttpServerResponse.unsafeJson(
-  Schema.encodeSync(UnauthorizedJson)(new Unauthorized({ message: "missing or wrong bearer token" })),
-  { status: 401, headers: { "www-authenticate": "Bearer" } }
-)
 
 const shuttingDown = HttpServerResponse.unsafeJson(
   Schema.encodeSync(UnavailableJson)(new StreamBroken({ message: "the server is shutting down" })),
@@ -87,25 +83,112 @@ const toInvalidInput = (cause: Cause.Cause<unknown>): Option.Option<InvalidInput
   return Option.none()
 }
 
+/** What a browser page adds to the gate: a session cookie in place of the bearer token, Host and Origin checks. */
+export interface PageGate {
+  /** The address bound (`--host`). */
+  readonly host: string
+  /** The port bound, read once the listener has one. */
+  readonly port: () => number
+  /** The session cookie's name; its value is a random one of this process. */
+  readonly cookie: string
+}
+
+export interface GateOptions {
+  readonly token: Redacted.Redacted<string> | undefined
+  /** The largest request body accepted (413 above it). */
+  readonly maxBodyBytes: number
+  /** While true, everything is refused (503): the server is shutting down. */
+  readonly draining?: Ref.Ref<boolean>
+  /** Paths open without the token. */
+  readonly publicPaths?: ReadonlySet<string>
+  /** What a 401 tells the client to do. */
+  readonly unauthorized?: string
+  readonly page?: PageGate
+}
+
+const refuseUnauthorized = (message: string) =>
+  HttpServerResponse.unsafeJson(Schema.encodeSync(UnauthorizedJson)(new Unauthorized({ message })), {
+    status: 401,
+    headers: { "www-authenticate": "Bearer" }
+  })
+
+const forbidden = (message: string) => HttpServerResponse.unsafeJson(Schema.encodeSync(ForbiddenJson)({ code: "forbidden", message }), { status: 403 })
+
+const SAFE_METHODS: ReadonlySet<string> = new Set(["GET", "HEAD"])
+
 /**
- * The gate in front of every route (API, /openapi.json, /docs): refuses everything while the server
- * drains, checks the bearer token except on /healthz, refuses a body over the limit (413, before it is
- * read when its length is declared, else as soon as it outgrows the limit), and turns undecodable
+ * A browser page's checks, for a page that can run shell commands:
+ * - Host: on a loopback bind, only the loopback names with our port, so a DNS-rebinding page (its own
+ *   name resolving to 127.0.0.1) is refused; with a token the cookie plays that part.
+ * - Token: without the bearer, the cookie set from the one-time URL (`/?token=…`, then a redirect that
+ *   drops it from the address bar). The cookie is HttpOnly, a random value of this process: the page
+ *   itself never holds a secret.
+ * - Origin: every state-changing request not carrying the bearer must come from the served origin (a
+ *   cross-site form or fetch from another page is refused).
+ * Returns the refusal (or the cookie-setting redirect), or undefined to go on.
+ */
+const pageCheck = (page: PageGate, token: Redacted.Redacted<string> | undefined, unauthorizedMessage: string) => {
+  const session = Crypto.randomBytes(32).toString("hex")
+  const sessionDigest = digest(session)
+  const tokenDigest = token !== undefined ? digest(Redacted.value(token)) : undefined
+  const same = (given: string, expected: Buffer) => Crypto.timingSafeEqual(digest(given), expected)
+  const loopback = isLoopbackHost(page.host)
+  const allowedHosts = () => {
+    const port = page.port()
+    const bound = page.host.includes(":") ? `[${page.host}]` : page.host
+    return new Set([`${bound}:${port}`, `localhost:${port}`, `127.0.0.1:${port}`, `[::1]:${port}`].map((h) => h.toLowerCase()))
+  }
+  return (request: HttpServerRequest.HttpServerRequest, byBearer: boolean): HttpServerResponse.HttpServerResponse | undefined => {
+    const host = (request.headers.host ?? "").toLowerCase()
+    if (loopback && !allowedHosts().has(host)) {
+      return forbidden(`refused: Host "${host}" is not this server (a loopback page answers only to its own address)`)
+    }
+    if (tokenDigest !== undefined && !byBearer) {
+      const url = new URL(request.url, `http://${host || "localhost"}`)
+      const given = url.searchParams.get("token")
+      if (url.pathname === "/" && given !== null && same(given, tokenDigest)) {
+        return HttpServerResponse.redirect("/", { status: 303 }).pipe(
+          HttpServerResponse.unsafeSetCookie(page.cookie, session, { httpOnly: true, sameSite: "strict", path: "/" })
+        )
+      }
+      const cookie = request.cookies[page.cookie]
+      if (cookie === undefined || !same(cookie, sessionDigest)) return refuseUnauthorized(unauthorizedMessage)
+    }
+    if (!SAFE_METHODS.has(request.method) && !byBearer) {
+      const origin = request.headers.origin
+      if (origin === undefined || origin !== `http://${host}`) {
+        return forbidden(`refused: a state-changing request from ${origin ?? "no origin"}, not from this page (http://${host})`)
+      }
+    }
+    return undefined
+  }
+}
+
+/**
+ * The one gate in front of every route of both front-ends (`baton serve`'s API, /openapi.json, /docs;
+ * `baton web`'s API, page and event streams): refuses everything while the server drains, checks the
+ * bearer token (or, for a page, its cookie, Host and Origin), refuses a body over the limit (413, before
+ * it is read when its length is declared, else as soon as it outgrows the limit), and turns undecodable
  * requests into invalid_input and an unknown path into the JSON not_found.
  */
-export const gateLayer = (options: {
-  readonly token: Redacted.Redacted<string> | undefined
-  readonly draining: Ref.Ref<boolean>
-  readonly maxBodyBytes: number
-}) => {
-  const authorized = options.token === undefined ? () => true : bearerCheck(options.token)
+export const gate = (options: GateOptions) => {
+  const bearer = options.token === undefined ? undefined : bearerCheck(options.token)
+  const publicPaths = options.publicPaths ?? new Set<string>()
+  const unauthorizedMessage = options.unauthorized ?? "missing or wrong bearer token"
+  const page = options.page !== undefined ? pageCheck(options.page, options.token, unauthorizedMessage) : undefined
   const limit = options.maxBodyBytes
-  return HttpApiBuilder.middleware(BatonApi, (app) =>
+  return (app: HttpApp.Default) =>
     Effect.gen(function*() {
       const request = yield* HttpServerRequest.HttpServerRequest
-      if (yield* Ref.get(options.draining)) return shuttingDown
+      if (options.draining !== undefined && (yield* Ref.get(options.draining))) return shuttingDown
       const path = request.url.split("?")[0] ?? ""
-      if (!PUBLIC_PATHS.has(path) && !authorized(request.headers.authorization)) return unauthorized
+      const byBearer = bearer !== undefined && bearer(request.headers.authorization)
+      if (page !== undefined) {
+        const refused = page(request, byBearer)
+        if (refused !== undefined) return refused
+      } else if (bearer !== undefined && !byBearer && !publicPaths.has(path)) {
+        return refuseUnauthorized(unauthorizedMessage)
+      }
       if (Number(request.headers["content-length"] ?? 0) > limit) {
         // Read and dropped, never kept: the client gets the answer instead of a reset mid-upload.
         NodeHttpServerRequest.toIncomingMessage(request).resume()
@@ -124,5 +207,12 @@ export const gateLayer = (options: {
               onNone: () => Option.match(toInvalidInput(cause), { onNone: () => Effect.failCause(cause), onSome: Effect.fail })
             }))
       )
-    }))
+    })
 }
+
+/** `baton serve`'s gate: the bearer token on everything but /healthz. */
+export const gateLayer = (options: {
+  readonly token: Redacted.Redacted<string> | undefined
+  readonly draining: Ref.Ref<boolean>
+  readonly maxBodyBytes: number
+}) => HttpApiBuilder.middleware(BatonApi, gate({ ...options, publicPaths: PUBLIC_PATHS }))

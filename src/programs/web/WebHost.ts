@@ -14,8 +14,9 @@ import { type HostInfo, type Hosted, type HostOptions, make as makeHosted, shown
 /*
  * programs/web/ is `baton web`: this host (the workspace's conversations, one Session each), Hosted
  * (one conversation: its tasks, the page's approver, the auth lock, what a page loads), TaskLog (what
- * a page replays and follows), HostUsage (the token count a page starts from), WebServer (the HTTP
- * routes, the SSE stream and the listener), Guard (Host / Origin / token checks), Page (finds the
+ * a page replays and follows), HostUsage (the token count a page starts from), WebApi (the page's
+ * HttpApi), WebServer (its handlers, the event stream, the page's files and the listener, behind the
+ * gate it shares with `baton serve`: server/Auth.ts), Page (finds the
  * page's built files) and the page itself (page/: HTML, CSS and ES modules, one concept each,
  * bundled into dist/page/ at build time).
  */

@@ -1,27 +1,25 @@
 import * as Sse from "@effect/experimental/Sse"
-import * as HttpRouter from "@effect/platform/HttpRouter"
-import * as HttpServer from "@effect/platform/HttpServer"
-import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
-import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
-import { Context, Data, Duration, Effect, Layer, Option, ParseResult, Redacted, Schema, Stream } from "effect"
+import { Context, Data, Duration, Effect, Layer, Option, Redacted, Stream } from "effect"
 import * as Http from "node:http"
 import type { Conversation } from "../../domain/Conversation.js"
-import { Decision } from "../../domain/Events.js"
-import { ConversationId, ToolCallId } from "../../domain/Ids.js"
+import { ToolCallAnswered } from "../../domain/Errors.js"
+import { ToolCallId } from "../../domain/Ids.js"
 import type { Backend } from "../../services/Backend.js"
 import { realClock } from "../../services/RealClock.js"
 import type { ToolExecutor } from "../../services/ToolExecutor.js"
-import { InvalidInput, ToolCallAnswered } from "../../domain/Errors.js"
-import { errorAnswer } from "../../services/backend/HttpErrors.js"
-import { isLoopbackHost, payloadTooLarge } from "../server/Auth.js"
+import { gate, isLoopbackHost } from "../server/Auth.js"
 import { HEARTBEAT } from "../server/Sse.js"
-import { makeGuard } from "./Guard.js"
+import type { Hosted, HostOptions } from "./Hosted.js"
 import { loadPage, type Page } from "./Page.js"
 import { type Entry, resumeAfter } from "./TaskLog.js"
-import type { HostOptions } from "./Hosted.js"
+import { WebApi } from "./WebApi.js"
 import { make as makeHost, type WebHost } from "./WebHost.js"
+
+/** The page's session cookie (HttpOnly, set from the one-time `/?token=…` URL). */
+export const COOKIE = "baton_web"
 
 export const DEFAULT_WEB_PORT = 8284
 
@@ -48,28 +46,10 @@ export class BatonWeb extends Context.Tag("baton/Web")<BatonWeb, {
   readonly origin: string
 }>() {}
 
-/** An error in `baton serve`'s form: its status and JSON (`code`, `message`), from the one mapping both use. */
-const failure = (error: { readonly message: string }) => {
-  const answer = errorAnswer(error)
-  return HttpServerResponse.unsafeJson(answer.body, { status: answer.status })
-}
-
 /** A conversation as the page lists it (its tool list and prompts stay on the host). */
-const summary = (c: Conversation) => ({ id: c.id, title: c.title, created_at: c.created_at, updated_at: c.updated_at })
+const summary = (c: Conversation) => ({ id: c.id, ...(c.title !== undefined ? { title: c.title } : {}), created_at: c.created_at, updated_at: c.updated_at })
 
-const ok = (body: unknown = { ok: true }) => HttpServerResponse.unsafeJson(body)
-
-/** Text the user typed: surrounding whitespace dropped, and something must be left. */
-const Typed = Schema.Trim.pipe(Schema.compose(Schema.NonEmptyString.annotations({ message: () => "the message is empty" })))
-const PromptBody = Schema.Struct({ prompt: Typed })
-const SteerBody = Schema.Struct({ text: Typed })
-const AnswerBody = Schema.Struct({ decision: Decision })
-const Params = Schema.Struct({ id: ConversationId })
-const CallParams = Schema.Struct({ id: ConversationId, call: Schema.NonEmptyTrimmedString })
-
-const UsageParams = Schema.Struct({ conversation: Schema.optionalWith(ConversationId, { exact: true }) })
-
-const hostedOf = (web: WebHost) => Effect.flatMap(HttpRouter.schemaPathParams(Params), ({ id }) => web.get(id))
+const OK = { ok: true } as const
 
 /** A state's or event's SSE frame, written by the encoder `baton serve` uses; the id resumes this log on a reconnect. */
 const frame = (epoch: string, id: number, kind: "event" | "state", data: string) =>
@@ -101,12 +81,9 @@ const age = (entry: Entry) =>
   entry.waitSince !== undefined ? Sse.encoder.write({ _tag: "Event", event: "age", id: undefined, data: String(Math.max(0, Date.now() - entry.waitSince)) }) : ""
 
 /** The conversation's log as `text/event-stream`: after Last-Event-ID (a reconnect) or `?after=` (a page that loaded a snapshot). */
-const events = (web: WebHost, heartbeatMs: number) =>
+const events = (web: WebHost, hosted: Hosted, heartbeatMs: number, lastEventId: string | undefined, afterParam: string | undefined) =>
   Effect.gen(function*() {
-    const hosted = yield* hostedOf(web)
-    const request = yield* HttpServerRequest.HttpServerRequest
-    const lastEventId = request.headers["last-event-id"]
-    const query = Number(new URL(request.url, "http://x").searchParams.get("after") ?? Number.NaN)
+    const query = Number(afterParam ?? Number.NaN)
     const after = lastEventId !== undefined
       ? resumeAfter(web.epoch, lastEventId)
       : Number.isSafeInteger(query) && query >= 0 ? Option.some(query) : Option.some(yield* hosted.log.last)
@@ -126,57 +103,61 @@ const events = (web: WebHost, heartbeatMs: number) =>
     })
   })
 
-const routes = (web: WebHost, page: Page, heartbeatMs: number) =>
-  HttpRouter.empty.pipe(
-    HttpRouter.get("/", Effect.succeed(HttpServerResponse.html(page.html).pipe(HttpServerResponse.setHeaders(PAGE_HEADERS)))),
-    HttpRouter.get("/favicon.ico", Effect.succeed(HttpServerResponse.empty({ status: 204 }))),
-    HttpRouter.get("/app.js", Effect.succeed(HttpServerResponse.text(page.script, { contentType: "text/javascript; charset=utf-8" }))),
-    HttpRouter.get("/app.css", Effect.succeed(HttpServerResponse.text(page.css, { contentType: "text/css; charset=utf-8" }))),
-    HttpRouter.get("/api/info", Effect.succeed(ok(web.info))),
-    HttpRouter.get("/api/conversations", Effect.map(web.list, (conversations) => ok({ workspace: web.workspace, conversations }))),
-    HttpRouter.post("/api/conversations", Effect.map(web.create, (conversation) => ok({ conversation: summary(conversation) }))),
-    HttpRouter.get("/api/conversations/:id", Effect.flatMap(hostedOf(web), (h) => Effect.map(h.snapshot, ok))),
-    // The same report `baton serve` gives at this path and `baton usage --json` prints.
-    HttpRouter.get("/v1/usage", Effect.flatMap(HttpServerRequest.schemaSearchParams(UsageParams), (query) => Effect.map(web.usage(query.conversation), ok))),
-    HttpRouter.get(
-      "/api/conversations/:id/subagents",
-      Effect.flatMap(HttpRouter.schemaPathParams(Params), ({ id }) => Effect.map(web.subagents(id), (subagents) => ok({ subagents })))
-    ),
-    HttpRouter.get("/api/conversations/:id/usage", Effect.flatMap(hostedOf(web), (h) => Effect.map(h.usage, ok))),
-    HttpRouter.get("/api/conversations/:id/backfill", Effect.flatMap(hostedOf(web), (h) => Effect.map(h.backfill, (items) => ok({ items })))),
-    HttpRouter.get("/api/conversations/:id/events", events(web, heartbeatMs)),
-    HttpRouter.post(
-      "/api/conversations/:id/tasks",
-      Effect.gen(function*() {
-        const hosted = yield* hostedOf(web)
-        const { prompt } = yield* HttpServerRequest.schemaBodyJson(PromptBody)
-        yield* hosted.start(prompt)
-        return HttpServerResponse.unsafeJson({ ok: true }, { status: 202 })
-      })
-    ),
-    HttpRouter.post(
-      "/api/conversations/:id/approvals/:call",
-      Effect.gen(function*() {
-        const { call, id } = yield* HttpRouter.schemaPathParams(CallParams)
-        const hosted = yield* web.get(id)
-        const { decision } = yield* HttpServerRequest.schemaBodyJson(AnswerBody)
-        const won = yield* hosted.answer(call, decision)
-        return won ? ok() : failure(new ToolCallAnswered({ conversationId: id, toolCallId: ToolCallId.make(call), message: `${call} is not waiting for an answer (answered already)` }))
-      })
-    ),
-    HttpRouter.post(
-      "/api/conversations/:id/steer",
-      Effect.gen(function*() {
-        const hosted = yield* hostedOf(web)
-        const { text } = yield* HttpServerRequest.schemaBodyJson(SteerBody)
-        return ok({ queued: yield* hosted.steer(text) })
-      })
-    ),
-    HttpRouter.post("/api/conversations/:id/title", Effect.flatMap(hostedOf(web), (h) => Effect.map(h.generateTitle, (title) => ok({ title })))),
-    HttpRouter.post("/api/conversations/:id/interrupt", Effect.flatMap(hostedOf(web), (h) => Effect.as(h.interrupt, ok()))),
-    HttpRouter.post("/api/conversations/:id/skip-wait", Effect.flatMap(hostedOf(web), (h) => Effect.as(h.skipReconnectWait, ok()))),
-    HttpRouter.post("/api/conversations/:id/retry", Effect.flatMap(hostedOf(web), (h) => Effect.as(h.retry, HttpServerResponse.unsafeJson({ ok: true }, { status: 202 }))))
-  )
+const hostGroup = (web: WebHost) =>
+  HttpApiBuilder.group(WebApi, "host", (handlers) =>
+    Effect.succeed(
+      handlers
+        .handle("info", () => Effect.succeed(web.info))
+        // The same report `baton serve` gives at this path and `baton usage --json` prints.
+        .handle("usage", ({ urlParams }) => web.usage(urlParams.conversation))
+    ))
+
+const conversationsGroup = (web: WebHost, heartbeatMs: number) =>
+  HttpApiBuilder.group(WebApi, "conversations", (handlers) =>
+    Effect.succeed(
+      handlers
+        .handle("list", () => Effect.map(web.list, (conversations) => ({ workspace: web.workspace, conversations })))
+        .handle("create", () => Effect.map(web.create, (conversation) => ({ conversation: summary(conversation) })))
+        .handle("get", ({ path }) => Effect.flatMap(web.get(path.id), (h) => h.snapshot))
+        .handle("subagents", ({ path }) => Effect.map(web.subagents(path.id), (subagents) => ({ subagents })))
+        .handle("usage", ({ path }) => Effect.flatMap(web.get(path.id), (h) => h.usage))
+        .handle("backfill", ({ path }) => Effect.flatMap(web.get(path.id), (h) => Effect.map(h.backfill, (items) => ({ items }))))
+        .handle("events", ({ headers, path, urlParams }) =>
+          Effect.flatMap(web.get(path.id), (h) => events(web, h, heartbeatMs, headers["last-event-id"], urlParams.after)))
+    ))
+
+const tasksGroup = (web: WebHost) =>
+  HttpApiBuilder.group(WebApi, "tasks", (handlers) =>
+    Effect.succeed(
+      handlers
+        .handle("start", ({ path, payload }) => Effect.flatMap(web.get(path.id), (h) => Effect.as(h.start(payload.prompt), OK)))
+        .handle("answer", ({ path, payload }) =>
+          Effect.gen(function*() {
+            const hosted = yield* web.get(path.id)
+            // The first answer wins; a later one (another tab's) hears that the call was answered.
+            if (yield* hosted.answer(path.call, payload.decision)) return OK
+            return yield* new ToolCallAnswered({
+              conversationId: path.id,
+              toolCallId: ToolCallId.make(path.call),
+              message: `${path.call} is not waiting for an answer (answered already)`
+            })
+          }))
+        .handle("steer", ({ path, payload }) => Effect.flatMap(web.get(path.id), (h) => Effect.map(h.steer(payload.text), (queued) => ({ queued }))))
+        .handle("title", ({ path }) => Effect.flatMap(web.get(path.id), (h) => Effect.map(h.generateTitle, (title) => ({ title }))))
+        .handle("interrupt", ({ path }) => Effect.flatMap(web.get(path.id), (h) => Effect.as(h.interrupt, OK)))
+        .handle("skipWait", ({ path }) => Effect.flatMap(web.get(path.id), (h) => Effect.as(h.skipReconnectWait, OK)))
+        .handle("retry", ({ path }) => Effect.flatMap(web.get(path.id), (h) => Effect.as(h.retry, OK)))
+    ))
+
+/** The page's own files: raw routes beside the API, behind the same gate. */
+const pageRoutes = (page: Page) =>
+  HttpApiBuilder.Router.use((router) =>
+    Effect.all([
+      router.get("/", Effect.succeed(HttpServerResponse.html(page.html).pipe(HttpServerResponse.setHeaders(PAGE_HEADERS)))),
+      router.get("/favicon.ico", Effect.succeed(HttpServerResponse.empty({ status: 204 }))),
+      router.get("/app.js", Effect.succeed(HttpServerResponse.text(page.script, { contentType: "text/javascript; charset=utf-8" }))),
+      router.get("/app.css", Effect.succeed(HttpServerResponse.text(page.css, { contentType: "text/css; charset=utf-8" })))
+    ], { discard: true }))
 
 const urlOf = (host: string, port: number) => `http://${host.includes(":") ? `[${host}]` : host}:${port}`
 
@@ -199,41 +180,24 @@ const make = Effect.fn("WebServer.make")(function*(options: WebOptions) {
     const address = nodeServer.address()
     return typeof address === "object" && address !== null ? address.port : 0
   }
-  const guard = makeGuard({ host, port, token })
-  const router = routes(web, page, options.heartbeatMs ?? 15_000)
-  const app = Effect.gen(function*() {
-    const request = yield* HttpServerRequest.HttpServerRequest
-    const refused = guard(request)
-    if (refused !== undefined) return refused
-    if (Number(request.headers["content-length"] ?? 0) > MAX_BODY_BYTES) {
-      // Read and dropped, never kept: the client gets the answer instead of a reset mid-upload.
-      NodeHttpServerRequest.toIncomingMessage(request).resume()
-      return payloadTooLarge(MAX_BODY_BYTES)
-    }
-    return yield* router
-  }).pipe(
-    // Requests here are small JSON; a body past this is refused before it fills memory.
-    HttpServerRequest.withMaxBodySize(Option.some(MAX_BODY_BYTES)),
-    Effect.catchTags({
-      RouteNotFound: (e) => Effect.succeed(HttpServerResponse.unsafeJson({ code: "not_found", message: `no such page: ${e.request.url}` }, { status: 404 }))
-    }),
-    Effect.catchAll((error) =>
-      Effect.succeed(
-        error._tag === "ParseError"
-          ? failure(
-            new InvalidInput({
-              message: ParseResult.ArrayFormatter.formatErrorSync(error).map((i) => `${i.path.join(".") || "body"}: ${i.message}`).join("; ")
-            })
-          )
-          : error._tag === "RequestError"
-          ? failure(new InvalidInput({ message: `the request body is not valid JSON: ${error.message}` }))
-          : failure(error)
-      ))
+  const heartbeatMs = options.heartbeatMs ?? 15_000
+  const app = HttpApiBuilder.serve().pipe(
+    Layer.provide(pageRoutes(page)),
+    Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/api/openapi.json" })),
+    Layer.provide(HttpApiBuilder.middleware(WebApi, gate({
+      token,
+      maxBodyBytes: MAX_BODY_BYTES,
+      unauthorized: "this page needs the token: open the URL `baton web` printed (…/?token=…)",
+      page: { host, port, cookie: COOKIE }
+    }))),
+    Layer.provide(HttpApiBuilder.api(WebApi).pipe(
+      Layer.provide(Layer.mergeAll(hostGroup(web), conversationsGroup(web, heartbeatMs), tasksGroup(web)))
+    )),
+    Layer.provide(NodeHttpServer.layer(() => nodeServer, { host, port: options.port ?? DEFAULT_WEB_PORT }))
   )
-  yield* Layer.buildWithScope(
-    HttpServer.serve(app).pipe(Layer.provide(NodeHttpServer.layer(() => nodeServer, { host, port: options.port ?? DEFAULT_WEB_PORT }))),
-    yield* Effect.scope
-  ).pipe(Effect.mapError((e) => new WebStartError({ reason: "listen", message: `cannot listen on ${host}:${options.port ?? DEFAULT_WEB_PORT}: ${String(e.cause)}` })))
+  yield* Layer.buildWithScope(app, yield* Effect.scope).pipe(
+    Effect.mapError((e) => new WebStartError({ reason: "listen", message: `cannot listen on ${host}:${options.port ?? DEFAULT_WEB_PORT}: ${String(e.cause)}` }))
+  )
   // Runs before the listener's own close: open event streams would otherwise hold it open.
   yield* Effect.addFinalizer(() => Effect.sync(() => nodeServer.closeAllConnections()))
   const origin = urlOf(host, port())

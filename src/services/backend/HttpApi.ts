@@ -12,20 +12,7 @@ import { ThinkingLevel } from "../../domain/ProviderEvent.js"
 import { UsageReport } from "../../domain/Usage.js"
 import { RunInfo } from "../../domain/Run.js"
 import { VERSION } from "../Version.js"
-import {
-  ApprovalPendingJson,
-  ConversationBusyJson,
-  InvalidInputJson,
-  InvalidToolCallIdsJson,
-  ModelCallFailedJson,
-  NotFoundJson,
-  PayloadTooLargeJson,
-  StoreFailedJson,
-  StoreUnavailableJson,
-  ToolCallAnsweredJson,
-  UnauthorizedJson,
-  UnavailableJson
-} from "./HttpErrors.js"
+import { withBackendErrors } from "./HttpErrors.js"
 
 /**
  * The HTTP API of `baton serve`, shared by the server (handlers) and `layerRemote` (the derived client).
@@ -243,44 +230,40 @@ const PUBLIC_OPERATIONS: ReadonlySet<string> = new Set(["health.healthz"])
  * What HttpApi v3 cannot declare: the bearer scheme (checked by the server's gate, not per endpoint)
  * and the `text/event-stream` bodies of the run streams.
  */
-type Json = Record<string, unknown>
+export type Json = Record<string, unknown>
 const isJson = (u: unknown): u is Json => typeof u === "object" && u !== null && !Array.isArray(u)
 const entries = (u: unknown): ReadonlyArray<Json> => (isJson(u) ? Object.values(u).filter(isJson) : [])
+
+/** Marks the operations whose 200 is a `text/event-stream` (HttpApi v3 has no schema for one). */
+export const documentEventStreams = (spec: Json, operations: ReadonlySet<string>, description: unknown): Json => {
+  for (const item of entries(spec.paths)) {
+    for (const operation of entries(item)) {
+      if (operations.has(String(operation.operationId)) && isJson(operation.responses)) {
+        operation.responses["200"] = { description, content: { "text/event-stream": { schema: { type: "string" } } } }
+      }
+    }
+  }
+  return spec
+}
 
 const documentProtocol = (spec: Json): Json => {
   for (const item of entries(spec.paths)) {
     for (const operation of entries(item)) {
-      const id = String(operation.operationId)
-      operation.security = PUBLIC_OPERATIONS.has(id) ? [] : [{ bearer: [] }]
-      if (SSE_OPERATIONS.has(id) && isJson(operation.responses)) {
-        operation.responses["200"] = {
-          description: EventStream.ast.annotations[AST.DescriptionAnnotationId],
-          content: { "text/event-stream": { schema: { type: "string" } } }
-        }
-      }
+      operation.security = PUBLIC_OPERATIONS.has(String(operation.operationId)) ? [] : [{ bearer: [] }]
     }
   }
   const components = isJson(spec.components) ? spec.components : {}
-  return { ...spec, components: { ...components, securitySchemes: { bearer: { type: "http", scheme: "bearer" } } } }
+  const documented = documentEventStreams(spec, SSE_OPERATIONS, EventStream.ast.annotations[AST.DescriptionAnnotationId])
+  return { ...documented, components: { ...components, securitySchemes: { bearer: { type: "http", scheme: "bearer" } } } }
 }
 
-export class BatonApi extends HttpApi.make("baton")
-  .add(conversations)
-  .add(runs)
-  .add(usage)
-  .add(health)
-  .addError(ConversationBusyJson)
-  .addError(ApprovalPendingJson)
-  .addError(InvalidToolCallIdsJson)
-  .addError(ToolCallAnsweredJson)
-  .addError(NotFoundJson)
-  .addError(InvalidInputJson)
-  .addError(PayloadTooLargeJson)
-  .addError(UnauthorizedJson)
-  .addError(UnavailableJson)
-  .addError(ModelCallFailedJson)
-  .addError(StoreUnavailableJson)
-  .addError(StoreFailedJson)
+export class BatonApi extends withBackendErrors(
+  HttpApi.make("baton")
+    .add(conversations)
+    .add(runs)
+    .add(usage)
+    .add(health)
+)
   .annotateContext(OpenApi.annotations({
     title: "Baton",
     version: VERSION,

@@ -1,5 +1,7 @@
+import type * as HttpApi from "@effect/platform/HttpApi"
+import type * as HttpApiGroup from "@effect/platform/HttpApiGroup"
 import * as HttpApiSchema from "@effect/platform/HttpApiSchema"
-import { Either, ParseResult, Schema } from "effect"
+import { ParseResult, Schema } from "effect"
 import {
   ApprovalPending,
   Conflict,
@@ -182,38 +184,24 @@ const storeErrorJson = <const Code extends string, const Reasons extends Readonl
 export const StoreUnavailableJson = storeErrorJson("store_unavailable", transientStoreReasons, 503, "StoreUnavailable")
 export const StoreFailedJson = storeErrorJson("store_error", permanentStoreReasons, 500, "StoreFailed")
 
-/** A request refused before it reaches the API (a foreign Host or Origin): `baton web`'s guard. */
+/** A request refused before it reaches the API (a foreign Host or Origin): the gate of `baton web`'s page. */
 export const ForbiddenJson = wire("forbidden", {}).annotations(http(403, "Forbidden"))
 
-/** The API's errors, each with its status; an error answers with the first whose domain side it is. */
-const API_ERRORS = [
-  ConversationBusyJson,
-  ApprovalPendingJson,
-  InvalidToolCallIdsJson,
-  ToolCallAnsweredJson,
-  NotFoundJson,
-  InvalidInputJson,
-  UnauthorizedJson,
-  UnavailableJson,
-  ModelCallFailedJson,
-  StoreUnavailableJson,
-  StoreFailedJson
-] as ReadonlyArray<Schema.Schema<unknown, { readonly code: string; readonly message: string }>>
-
-export interface ErrorAnswer {
-  readonly status: number
-  readonly body: { readonly code: string; readonly message: string }
-}
-
 /**
- * A BackendError as `baton serve`'s HttpApi answers it (the same status, the same JSON: `code`,
- * `message` and the error's own fields), for routes outside that API: `baton web`'s. An error no
- * schema takes is a 500 `internal` with its message.
+ * Every BackendError's wire form, each with its status: what both front-ends (`baton serve`'s API and
+ * `baton web`'s) answer an error with. An error answers with the first whose domain side it is.
  */
-export const errorAnswer = (error: { readonly message: string }): ErrorAnswer => {
-  for (const schema of API_ERRORS) {
-    const encoded = Schema.encodeUnknownEither(schema)(error)
-    if (Either.isRight(encoded)) return { status: HttpApiSchema.getStatusError(schema), body: encoded.right }
-  }
-  return { status: 500, body: { code: "internal", message: error.message } }
-}
+export const withBackendErrors = <Id extends string, Groups extends HttpApiGroup.HttpApiGroup.Any, E, R>(api: HttpApi.HttpApi<Id, Groups, E, R>) =>
+  api
+    .addError(ConversationBusyJson)
+    .addError(ApprovalPendingJson)
+    .addError(InvalidToolCallIdsJson)
+    .addError(ToolCallAnsweredJson)
+    .addError(NotFoundJson)
+    .addError(InvalidInputJson)
+    .addError(PayloadTooLargeJson)
+    .addError(UnauthorizedJson)
+    .addError(UnavailableJson)
+    .addError(ModelCallFailedJson)
+    .addError(StoreUnavailableJson)
+    .addError(StoreFailedJson)

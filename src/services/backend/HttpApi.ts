@@ -17,6 +17,7 @@ import {
   InvalidInputJson,
   InvalidToolCallIdsJson,
   ModelCallFailedJson,
+  NoTaskJson,
   NotFoundJson,
   PayloadTooLargeJson,
   StoreFailedJson,
@@ -272,6 +273,7 @@ export class BatonApi extends HttpApi.make("baton")
   .addError(ApprovalPendingJson)
   .addError(InvalidToolCallIdsJson)
   .addError(ToolCallAnsweredJson)
+  .addError(NoTaskJson)
   .addError(NotFoundJson)
   .addError(InvalidInputJson)
   .addError(PayloadTooLargeJson)

@@ -6,6 +6,7 @@ import {
   InvalidInput,
   InvalidToolCallIds,
   ModelCallFailed,
+  NoTaskRunning,
   NotFound,
   StoreError,
   StreamBroken,
@@ -99,6 +100,13 @@ export const ToolCallAnsweredJson = Schema.transform(
   }
 ).annotations(http(409, "ToolCallAnswered"))
 
+/** Steering for a conversation with no task running: send it as a prompt instead. */
+export const NoTaskJson = Schema.transform(wire("no_task", { conversation_id: Schema.String }), NoTaskRunning, {
+  strict: true,
+  decode: (w) => ({ _tag: "NoTaskRunning" as const, conversationId: w.conversation_id, message: w.message }),
+  encode: (e) => ({ code: "no_task" as const, message: e.message, conversation_id: e.conversationId })
+}).annotations(http(409, "NoTask"))
+
 export const NotFoundJson = Schema.transform(
   wire("not_found", { entity: Schema.Literal("conversation", "run", "message", "segment"), id: Schema.String }),
   NotFound,
@@ -191,6 +199,7 @@ const API_ERRORS = [
   ApprovalPendingJson,
   InvalidToolCallIdsJson,
   ToolCallAnsweredJson,
+  NoTaskJson,
   NotFoundJson,
   InvalidInputJson,
   UnauthorizedJson,

@@ -80,13 +80,15 @@ describe.each(["memory", "sqlite", "remote"] as const)("steering held by the bac
       const session = yield* open({ conversationId: conv.id, approver: allow }).pipe(Effect.provideService(Backend, lagging))
       const task = yield* Effect.fork(collect(session.run("hi")))
       yield* Deferred.await(ended)
-      assert.isFalse(yield* session.steer("just too late"), "the backend saw no task: the caller prompts with it")
-      assert.deepStrictEqual(yield* backend.heldSteering(conv.id), [])
+      const steered = yield* session.steer("just too late")
+      const held = yield* backend.heldSteering(conv.id)
       yield* Deferred.succeed(finish, undefined)
       const events = yield* Fiber.join(task)
+      assert.isFalse(steered, "the backend saw no task: the caller prompts with it")
+      assert.deepStrictEqual(held, [])
       assert.deepStrictEqual(byType(events, "stop_reason").map((s) => s.reason), ["end_turn"])
       assert.strictEqual((yield* script.requests).length, 1)
-    }).pipe(Effect.provide(sessionLayer(kind, [Turn.text("hello")]))))
+    }).pipe(Effect.provide(sessionLayer(kind, [Turn.text("hello"), Turn.text("continued, wrongly")]))))
 
   it.scopedLive("another client steers the same conversation through the backend; the running task's next request has it", () =>
     Effect.gen(function*() {

@@ -42,6 +42,15 @@ export class ToolCallAnswered extends Schema.TaggedError<ToolCallAnswered>()("To
   message: Schema.String
 }) {}
 
+/**
+ * Steering for a conversation with no task running (HTTP 409 `no_task`): it would wait for a task
+ * nobody started. The text belongs in a prompt, which starts one.
+ */
+export class NoTaskRunning extends Schema.TaggedError<NoTaskRunning>()("NoTaskRunning", {
+  conversationId: ConversationId,
+  message: Schema.String
+}) {}
+
 export class NotFound extends Schema.TaggedError<NotFound>()("NotFound", {
   entity: Schema.Literal("conversation", "run", "message", "segment"),
   id: Schema.String,
@@ -140,6 +149,7 @@ export const BackendError = Schema.Union(
   ApprovalPending,
   InvalidToolCallIds,
   ToolCallAnswered,
+  NoTaskRunning,
   NotFound,
   InvalidInput,
   StoreError,

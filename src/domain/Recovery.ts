@@ -152,6 +152,7 @@ const categories: { readonly [Tag in Failure["_tag"]]: Category } = {
   ProviderReplayMiss: "terminal",
   InvalidToolCallIds: "terminal",
   ToolCallAnswered: "terminal",
+  NoTaskRunning: "terminal",
   NotFound: "terminal",
   InvalidInput: "terminal",
   StoreError: "terminal",

@@ -103,7 +103,8 @@ export class Backend extends Context.Tag("baton/Backend")<Backend, {
   /**
    * Steering held by the backend, persisted: queued as a `[user_steering]` user text, drained into
    * the very next model request the backend assembles (also the one right after a mid-run
-   * compaction), from whichever client sent it.
+   * compaction), from whichever client sent it. Only while a task runs (domain/TaskActivity): an
+   * idle conversation refuses it with NoTaskRunning, and the text belongs in a prompt instead.
    */
   readonly steer: (id: ConversationId, text: string) => Effect.Effect<void, BackendError>
   /**

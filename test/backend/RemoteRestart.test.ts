@@ -68,10 +68,13 @@ const acrossRestart = <A>(
 describe("the remote client across a server restart", () => {
   it.scopedLive("every call waits for the server and then answers as if nothing happened", () =>
     Effect.gen(function*() {
-      const h = yield* restartable([Turn.text("hello there")])
+      const h = yield* restartable([Turn.text("hello there"), Turn.toolCalls([{ id: "c1", name: "Read" }])])
       const { client } = h
       const conversation = yield* client.createConversation({})
       const chunks = yield* collect(client.send(conversation.id, input(user("hi"))))
+      // Steering needs a task running: this one waits for the result of its call.
+      const working = yield* client.createConversation({})
+      yield* collect(client.send(working.id, input(user("read it"))))
       const runId = chunks[0]!.run_id
       const history = yield* client.history(conversation.id)
 
@@ -85,11 +88,11 @@ describe("the remote client across a server restart", () => {
       assert.strictEqual(yield* acrossRestart(h, "compactability", client.compactability(conversation.id)), "ok")
       assert.include(yield* acrossRestart(h, "exportTrace", client.exportTrace(conversation.id, 1)), "hello there")
 
-      yield* acrossRestart(h, "steer", client.steer(conversation.id, "and one more thing"))
-      const held = yield* client.heldSteering(conversation.id)
+      yield* acrossRestart(h, "steer", client.steer(working.id, "and one more thing"))
+      const held = yield* client.heldSteering(working.id)
       assert.strictEqual(held.length, 1, "steered once")
       assert.include(held[0]!.content, "and one more thing")
-      assert.deepStrictEqual(yield* acrossRestart(h, "takeSteering", client.takeSteering(conversation.id)), held)
+      assert.deepStrictEqual(yield* acrossRestart(h, "takeSteering", client.takeSteering(working.id)), held)
 
       const fork = yield* acrossRestart(h, "fork", client.fork(conversation.id))
       assert.strictEqual(fork.forked_from?.conversation_id, conversation.id)
@@ -103,8 +106,9 @@ describe("the remote client across a server restart", () => {
 
   it.scopedLive("a 503 from a draining server is waited out like a dropped connection", () =>
     Effect.gen(function*() {
-      const h = yield* restartable([])
+      const h = yield* restartable([Turn.toolCalls([{ id: "c1", name: "Read" }])])
       const conversation = yield* h.client.createConversation({})
+      yield* collect(h.client.send(conversation.id, input(user("read it"))))
       yield* h.down
       // In the server's place, one that is shutting down: every request gets the server's own 503.
       const hits = yield* Ref.make(0)

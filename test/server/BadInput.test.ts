@@ -52,6 +52,7 @@ describe("baton serve: the bad-input corpus", () => {
       const conv = yield* local.createConversation({})
       const chunks = yield* collect(local.send(conv.id, input(user("go"))))
       const runId = chunks[0]!.run_id
+      const idle = yield* local.createConversation({})
       const base = `/v1/conversations/${conv.id}`
       const cases: ReadonlyArray<Case> = [
         { name: "oversized body", method: "POST", path: "/v1/conversations", ...jsonBody({ title: "x".repeat(LIMIT) }), status: 413, code: "payload_too_large", mentions: "limit" },
@@ -85,6 +86,7 @@ describe("baton serve: the bad-input corpus", () => {
         // Paths no route knows: the same JSON error as every route's, never an empty 404.
         { name: "a path out of a trace", method: "GET", path: `${base}/trace/../x`, status: 404, code: "not_found", mentions: "no such route" },
         { name: "an unknown path", method: "GET", path: "/v1/nothing-here", status: 404, code: "not_found", mentions: "GET /v1/nothing-here" },
+        { name: "steering with no task running", method: "POST", path: `/v1/conversations/${idle.id}/steering`, ...jsonBody({ text: "hi" }), status: 409, code: "no_task", mentions: "as a prompt" },
         { name: "an unknown method on a known path", method: "DELETE", path: `${base}/steering`, status: 404, code: "not_found", mentions: "DELETE" }
       ]
       const before = { conversations: (yield* local.listConversations()).items, items: yield* local.history(conv.id, { limit: 1000 }) }
@@ -102,6 +104,7 @@ describe("baton serve: the bad-input corpus", () => {
       assert.strictEqual((yield* fetchJson(`${server.url}/healthz`)).status, 200)
       const after = { conversations: (yield* local.listConversations()).items, items: yield* local.history(conv.id, { limit: 1000 }) }
       assert.deepStrictEqual(after, before, "nothing was written")
+      assert.deepStrictEqual(yield* local.heldSteering(idle.id), [], "the refused steering is not kept")
       assert.deepStrictEqual((yield* local.pendingApprovals(conv.id)).map((c) => String(c.tool_call_id)), ["c1"])
     }))
 })

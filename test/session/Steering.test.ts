@@ -1,5 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Fiber } from "effect"
+import { Deferred, Effect, Fiber, Stream } from "effect"
 import type { Message } from "../../src/domain/Messages.js"
 import type { Approver } from "../../src/programs/session/ApprovalGate.js"
 import { open } from "../../src/programs/session/Session.js"
@@ -59,6 +59,36 @@ describe.each(["memory", "sqlite", "remote"] as const)("steering held by the bac
       assert.isFalse(yield* session.steer("after the end"), "no task runs")
       assert.deepStrictEqual(yield* backend.takeSteering(conv.id), [])
     }).pipe(Effect.provide(sessionLayer(kind, [Turn.text("unused")], [1]))))
+
+  it.scopedLive("a steer that races the task's end is refused by the backend: false, nothing held, the task is not continued", () =>
+    Effect.gen(function*() {
+      const backend = yield* Backend
+      const script = yield* ProviderScript
+      const conv = yield* backend.createConversation({ system_prompt: "sys" })
+      // The run's stream stays open after its stop_reason until `finish`: the backend has ended the
+      // task while this session has not seen the end yet, so it still takes steering.
+      const ended = yield* Deferred.make<void>()
+      const finish = yield* Deferred.make<void>()
+      const lagging: typeof backend = {
+        ...backend,
+        send: (id, input) =>
+          Stream.concat(
+            Stream.tap(backend.send(id, input), (chunk) => (chunk.type === "stop_reason" ? Deferred.succeed(ended, undefined) : Effect.void)),
+            Stream.drain(Stream.fromEffect(Deferred.await(finish)))
+          )
+      }
+      const session = yield* open({ conversationId: conv.id, approver: allow }).pipe(Effect.provideService(Backend, lagging))
+      const task = yield* Effect.fork(collect(session.run("hi")))
+      yield* Deferred.await(ended)
+      const steered = yield* session.steer("just too late")
+      const held = yield* backend.heldSteering(conv.id)
+      yield* Deferred.succeed(finish, undefined)
+      const events = yield* Fiber.join(task)
+      assert.isFalse(steered, "the backend saw no task: the caller prompts with it")
+      assert.deepStrictEqual(held, [])
+      assert.deepStrictEqual(byType(events, "stop_reason").map((s) => s.reason), ["end_turn"])
+      assert.strictEqual((yield* script.requests).length, 1)
+    }).pipe(Effect.provide(sessionLayer(kind, [Turn.text("hello"), Turn.text("continued, wrongly")]))))
 
   it.scopedLive("another client steers the same conversation through the backend; the running task's next request has it", () =>
     Effect.gen(function*() {

@@ -414,31 +414,83 @@ export const backendContract = (name: string, make: MakeBackend) =>
           assert.deepStrictEqual((yield* backend.usage({ since: 1 })).total.requests, 3, "the failed attempt was at 0 ms, the rest after the wait")
         })))
 
-    it.effect("steer: held until the next request the backend assembles, drained into it (and its stream); takeSteering takes the rest", () =>
-      withBackend([Turn.text("one"), Turn.text("two")], (backend) =>
+    it.effect("steer with no task running is refused (409 no_task), holds nothing, and says to send a prompt instead", () =>
+      withBackend([Turn.text("one")], (backend) =>
         Effect.gen(function*() {
-          const script = yield* ProviderScript
           const conv = yield* backend.createConversation(settings)
-          yield* backend.steer(conv.id, "use tabs")
-          const chunks = yield* collect(backend.send(conv.id, input(user("q1"))))
-          const steering = "[user_steering]\nuse tabs\n[/user_steering]"
-          const [request] = yield* script.requests
-          assert.deepStrictEqual(request!.history.flatMap((m) => (m.type === "user_message" ? [m.content] : [])), ["q1", steering])
-          assert.deepStrictEqual(chunks.flatMap((c) => (c.type === "user_message" ? [c.content] : [])), [steering], "the run streams what it drained")
-          assert.include((yield* backend.history(conv.id)).map((h) => ("content" in h.item ? h.item.content : "")), steering, "recorded like any prompt")
-          yield* backend.steer(conv.id, "later")
-          assert.deepStrictEqual((yield* backend.takeSteering(conv.id)).map((m) => m.content), ["[user_steering]\nlater\n[/user_steering]"])
-          assert.deepStrictEqual(yield* backend.takeSteering(conv.id), [])
+          const fresh = yield* Effect.flip(backend.steer(conv.id, "use tabs"))
+          assert.strictEqual(fresh._tag, "NoTaskRunning")
+          assert.strictEqual(fresh._tag === "NoTaskRunning" && fresh.conversationId, conv.id)
+          assert.match(fresh.message, /no task is running[\s\S]*send the text as a prompt instead/)
+          yield* collect(backend.send(conv.id, input(user("q1"))))
+          assert.strictEqual((yield* Effect.flip(backend.steer(conv.id, "too late")))._tag, "NoTaskRunning", "the task ended with an answer")
+          assert.deepStrictEqual(yield* backend.heldSteering(conv.id), [], "nothing was kept for a later task")
           assert.strictEqual((yield* Effect.flip(backend.steer(conv.id, "")))._tag, "InvalidInput")
           assert.strictEqual((yield* Effect.flip(backend.steer("conv-nope" as typeof conv.id, "x")))._tag, "NotFound")
         })))
 
-    it.effect("held steering sent as a task's next input is recorded once and taken off the queue by that send", () =>
-      withBackend([Turn.text("one"), Turn.text("two")], (backend) =>
+    it.effect("steer between two runs of a task (all results in, next run not sent) is held and drained into that run (and its stream)", () =>
+      withBackend([Turn.toolCalls([{ id: "c1", name: "Read", args: { file_path: "a" } }]), Turn.text("done")], (backend) =>
         Effect.gen(function*() {
           const script = yield* ProviderScript
           const conv = yield* backend.createConversation(settings)
           yield* collect(backend.send(conv.id, input(user("q1"))))
+          const result = toolResult("c1", "A")
+          yield* backend.submitResult(conv.id, result)
+          assert.deepStrictEqual(yield* backend.pendingApprovals(conv.id), [])
+          yield* backend.steer(conv.id, "use tabs")
+          const steering = "[user_steering]\nuse tabs\n[/user_steering]"
+          // The client's next run carries the results again, as a Session does.
+          const chunks = yield* collect(backend.send(conv.id, input(result)))
+          const [, request] = yield* script.requests
+          assert.deepStrictEqual(request!.history.map((m) => m.type), ["user_message", "tool_call", "tool_return", "user_message"])
+          assert.deepStrictEqual(request!.history.flatMap((m) => (m.type === "user_message" ? [m.content] : [])), ["q1", steering])
+          assert.deepStrictEqual(chunks.flatMap((c) => (c.type === "user_message" ? [c.content] : [])), [steering], "the run streams what it drained")
+          assert.include((yield* backend.history(conv.id)).map((h) => ("content" in h.item ? h.item.content : "")), steering, "recorded like any prompt")
+          assert.deepStrictEqual(yield* backend.takeSteering(conv.id), [])
+          assert.strictEqual((yield* Effect.flip(backend.steer(conv.id, "later")))._tag, "NoTaskRunning", "the task has ended")
+        })))
+
+    it.effect("steer while calls wait for results, or during a run's reconnect wait, is held; takeSteering takes what no request took", () =>
+      withBackend([
+        Turn.toolCalls([{ id: "c1", name: "Read", args: { file_path: "a" } }]),
+        Turn.fail(timeout, { text: "partial" }),
+        Turn.text("done")
+      ], (backend) =>
+        Effect.gen(function*() {
+          const script = yield* ProviderScript
+          const conv = yield* backend.createConversation(settings)
+          yield* collect(backend.send(conv.id, input(user("q1"))))
+          yield* backend.steer(conv.id, "not this")
+          assert.deepStrictEqual((yield* backend.takeSteering(conv.id)).map((m) => m.content), ["[user_steering]\nnot this\n[/user_steering]"])
+          assert.deepStrictEqual(yield* backend.takeSteering(conv.id), [])
+          // The next run's first attempt times out: the run is active while it waits to reconnect.
+          const sent = yield* Effect.fork(collect(backend.send(conv.id, input(toolResult("c1", "A")))))
+          yield* awaitSleeps()
+          yield* backend.steer(conv.id, "mind the tests")
+          yield* TestClock.adjust(250)
+          yield* Fiber.join(sent)
+          const said = (yield* script.requests)[2]!.history.flatMap((m) => (m.type === "user_message" ? [m.content] : []))
+          assert.deepStrictEqual(said.at(-1), "[user_steering]\nmind the tests\n[/user_steering]", "the reconnect's request carries it")
+        })))
+
+    it.effect("an interrupted task (its calls closed by the carry-over) refuses steering like an ended one", () =>
+      withBackend([Turn.toolCalls([{ id: "c1", name: "Read", args: { file_path: "a" } }])], (backend) =>
+        Effect.gen(function*() {
+          const conv = yield* backend.createConversation(settings)
+          yield* collect(backend.send(conv.id, input(user("q1"))))
+          yield* backend.cancel(conv.id, { results: [toolResult("c1", "A")], abort: true })
+          assert.deepStrictEqual(yield* backend.pendingApprovals(conv.id), [])
+          assert.strictEqual((yield* Effect.flip(backend.steer(conv.id, "x")))._tag, "NoTaskRunning")
+        })))
+
+    it.effect("held steering sent as a task's next input is recorded once and taken off the queue by that send", () =>
+      withBackend([Turn.toolCalls([{ id: "c1", name: "Read", args: { file_path: "a" } }]), Turn.text("two")], (backend) =>
+        Effect.gen(function*() {
+          const script = yield* ProviderScript
+          const conv = yield* backend.createConversation(settings)
+          yield* collect(backend.send(conv.id, input(user("q1"))))
+          yield* backend.submitResult(conv.id, toolResult("c1", "A"))
           yield* backend.steer(conv.id, "and the docs")
           const held = yield* backend.heldSteering(conv.id)
           assert.deepStrictEqual(held.map((m) => m.content), ["[user_steering]\nand the docs\n[/user_steering]"])

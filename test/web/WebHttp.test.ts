@@ -278,6 +278,9 @@ describe("baton web over plain HTTP (built CLI): who may use it, approvals with 
       const huge = yield* request(`${base}/tasks`, { method: "POST", headers, body: JSON.stringify({ prompt: "x".repeat(2 * 1024 * 1024) }) })
       assertErrorJson(huge, { status: 413, code: "payload_too_large", mentions: "limit" })
       assertErrorJson(yield* request(`${web.origin}/api/nothing-here`), { status: 404, code: "not_found" })
+      // Steering with no task running is not kept: the page sends the line as a prompt instead.
+      const idle = yield* request(`${base}/steer`, { method: "POST", headers, body: JSON.stringify({ text: "and the tests" }) })
+      assert.deepStrictEqual([idle.status, JSON.parse(idle.body)], [200, { queued: false }])
       assert.strictEqual((yield* model.requests).length, 0, "no model request was made")
       assert.deepStrictEqual(JSON.parse((yield* request(base)).body).state, { running: false, lock: null })
     }))

@@ -22,6 +22,7 @@ import { Compactions } from "./Compaction.js"
 import { type Actors, makeActors } from "./ConversationActors.js"
 import { closeDeadRuns } from "./DeadRuns.js"
 import { forkConversation } from "./Fork.js"
+import { refuseIdleSteering } from "./IdleSteering.js"
 import { awaiting } from "./Results.js"
 import { Runs } from "./Run.js"
 import { Titles } from "./Title.js"
@@ -57,6 +58,7 @@ export const backendOver = Effect.fn("BackendLocal.over")(function*(actors: Acto
     fork: (id, opts) => Effect.provideService(forkConversation(id, opts), Store, store),
     steer: Effect.fn("BackendLocal.steer")(function*(id, text) {
       if (text.trim() === "") return yield* new InvalidInput({ message: "steering needs some text" })
+      yield* refuseIdleSteering(store, id)
       const message: UserMessage = { type: "user_message", content: steeringText(text), otid: Otid.make(`${STEERING_OTID_PREFIX}${crypto.randomUUID()}`) }
       yield* store.queueSteering(id, message)
     }),

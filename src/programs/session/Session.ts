@@ -76,7 +76,7 @@ export interface Session {
    * or `error` (the credentials fixed). The prompt is in the history already and is not sent again.
    */
   readonly retry: (options?: RunOptions) => Stream.Stream<TaskEvent, SessionError>
-  /** Queues text for the running task; false when no task runs. */
+  /** Queues text for the running task; false when no task runs (here, or as the backend sees it). */
   readonly steer: (text: string) => Effect.Effect<boolean>
   /** Stops the running task now: tools interrupted, run cancelled, carry-over recorded for the next task. */
   readonly interrupt: Effect.Effect<void>
@@ -272,6 +272,8 @@ export const open = Effect.fn("Session.open")(function*(config: SessionConfig = 
         if (!(yield* Ref.get(steering))) return false
         return yield* backend.steer(conversation.id, text).pipe(
           Effect.as(true),
+          // The backend saw no task (this one is only starting, or just ended): the caller prompts with the text.
+          Effect.catchTag("NoTaskRunning", () => Effect.succeed(false)),
           Effect.catchAll((error) => Effect.as(Effect.logWarning(`could not steer: ${error.message}`), false))
         )
       }))

@@ -8,6 +8,7 @@ import {
   InvalidInput,
   InvalidToolCallIds,
   ModelCallFailed,
+  NoTaskRunning,
   NotFound,
   StoreError,
   StreamBroken,
@@ -100,6 +101,13 @@ export const ToolCallAnsweredJson = Schema.transform(
     encode: (e) => ({ code: "tool_call_answered" as const, message: e.message, conversation_id: e.conversationId, tool_call_id: e.toolCallId })
   }
 ).annotations(http(409, "ToolCallAnswered"))
+
+/** Steering for a conversation with no task running: send it as a prompt instead. */
+export const NoTaskJson = Schema.transform(wire("no_task", { conversation_id: Schema.String }), NoTaskRunning, {
+  strict: true,
+  decode: (w) => ({ _tag: "NoTaskRunning" as const, conversationId: w.conversation_id, message: w.message }),
+  encode: (e) => ({ code: "no_task" as const, message: e.message, conversation_id: e.conversationId })
+}).annotations(http(409, "NoTask"))
 
 export const NotFoundJson = Schema.transform(
   wire("not_found", { entity: Schema.Literal("conversation", "run", "message", "segment"), id: Schema.String }),
@@ -197,6 +205,7 @@ export const withBackendErrors = <Id extends string, Groups extends HttpApiGroup
     .addError(ApprovalPendingJson)
     .addError(InvalidToolCallIdsJson)
     .addError(ToolCallAnsweredJson)
+    .addError(NoTaskJson)
     .addError(NotFoundJson)
     .addError(InvalidInputJson)
     .addError(PayloadTooLargeJson)

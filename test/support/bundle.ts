@@ -4,6 +4,8 @@ import { createRequire } from "node:module"
 import * as Path from "node:path"
 
 const requireHere = createRequire(import.meta.url)
+// What scripts/build.mjs defines: a bundle outside the checkout cannot read package.json by path.
+const VERSION = (requireHere("../../package.json") as { readonly version: string }).version
 
 /**
  * A child-process entry under test/support bundled with esbuild into `dir`: started through tsx a
@@ -21,6 +23,7 @@ export const bundleEntry = (entry: string, dir: string) =>
       outfile,
       logLevel: "warning",
       external: ["bufferutil", "utf-8-validate"],
+      define: { BATON_VERSION: JSON.stringify(VERSION) },
       banner: { js: "import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);" },
       plugins: [{
         name: "native-sqlite",

@@ -9,6 +9,7 @@ import { build as esbuild } from "esbuild"
 import { execFileSync } from "node:child_process"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
+import { admissionRows } from "./admission.js"
 import { clusterRows } from "./cluster.js"
 import { conversationRows } from "./conversations.js"
 import { providerRows } from "./ProviderThroughput.js"
@@ -48,7 +49,8 @@ const sections: ReadonlyArray<readonly [string, Effect.Effect<ReadonlyArray<Row>
   ["provider", providerRows],
   ["remote", remoteRows],
   ["tools", toolRows],
-  ["cluster", clusterRows]
+  ["cluster", clusterRows],
+  ["admission", admissionRows]
 ]
 
 const main = Effect.gen(function*() {

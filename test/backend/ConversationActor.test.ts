@@ -83,6 +83,20 @@ describe("conversation actors in one process", () => {
       assert.strictEqual(stopOf(chunks), "cancelled")
     }).pipe(Effect.provide(Layer.merge(layerMemory, layerScripted([Turn.stall({ text: "partial" })])))))
 
+  it.scoped("a cancel stops a compaction and ends its run as cancelled: the conversation is free at once", () =>
+    Effect.gen(function*() {
+      const store = yield* Store
+      const { conversations } = yield* local()
+      const conversation = yield* store.createConversation({ system_prompt: "" })
+      assert.strictEqual(stopOf(yield* answered(conversations, conversation.id, "something to summarize")), "end_turn")
+      const runId = yield* conversations.ask(conversation.id, Command.Compact({ reason: "manual" }))
+      assert.isTrue(yield* conversations.isBusy(conversation.id))
+      yield* conversations.ask(conversation.id, Command.Cancel({ carryOver: undefined }))
+      assert.strictEqual(stopOf(yield* collect(yield* conversations.follow(runId, 0))), "cancelled")
+      assert.strictEqual((yield* store.getRun(runId)).status, "cancelled")
+      assert.isFalse(yield* conversations.isBusy(conversation.id))
+    }).pipe(Effect.provide(Layer.merge(layerMemory, layerScripted([Turn.text("an answer"), Turn.stall({ text: "[summary]half" })])))))
+
   it.scoped("a slow admission on one conversation (its store calls held) delays no other conversation", () =>
     Effect.gen(function*() {
       const blocked = yield* Deferred.make<ConversationId>()

@@ -159,7 +159,16 @@ export const makeAdmissions = Effect.fn("Admission.make")(function*(options: {
         yield* log.emit([{ event: { type: "stop_reason", reason: stopReason }, record: "item" }], {
           finish: { status: outcome === "ok" ? "completed" : "failed", stopReason, onCommitted: onStopped }
         })
-      })
+      }).pipe(
+        // A user's cancel ends the compaction's run as cancelled; left `running`, its conversation would stay busy.
+        Effect.onInterrupt(() =>
+          Effect.gen(function*() {
+            if (!(yield* Ref.get(job.cancelRequested)) || (yield* store.getRun(log.runId)).status !== "running") return
+            yield* log.emit([{ event: { type: "stop_reason", reason: "cancelled" }, record: "item" }], {
+              finish: { status: "cancelled", stopReason: "cancelled", onCommitted: onStopped }
+            })
+          }).pipe(Effect.catchAll((e) => Effect.logWarning("could not record the cancelled compaction", e))))
+      )
     return yield* startJob(id, "compaction", { create }, body, host)
   })
 

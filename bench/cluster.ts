@@ -22,7 +22,7 @@ import type { Row } from "./support/Table.js"
 const DATABASE = process.env["BENCH_DATABASE_URL"] ?? process.env["BATON_TEST_DATABASE_URL"]
 
 /** A schema of its own on the database, dropped with the scope; the URL that selects it. */
-const freshSchema = (url: string) =>
+export const freshSchema = (url: string) =>
   Effect.gen(function*() {
     const admin = yield* PgClient.make({ url: Redacted.make(url) }).pipe(Effect.provide(Reactivity.layer), Effect.orDie)
     const schema = `baton_bench_${crypto.randomUUID().replaceAll("-", "").slice(0, 12)}`

@@ -37,7 +37,7 @@ export const CONVERSATIONS = Number(process.env["BENCH_CONVERSATIONS"] ?? 1000)
 export const DELTAS = 500
 
 /** The loopback model in a process of its own; closed with the scope. */
-export const loopbackProcess = (options: { readonly paceMs: number }) =>
+export const loopbackProcess = (options: { readonly paceMs: number; readonly deltas?: number }) =>
   Effect.acquireRelease(
     Effect.promise(() =>
       new Promise<{ readonly baseUrl: string; readonly close: () => Promise<void> }>((resolve, reject) => {
@@ -45,7 +45,7 @@ export const loopbackProcess = (options: { readonly paceMs: number }) =>
           "--import",
           "tsx",
           loopbackMain,
-          JSON.stringify({ wire: "openai-chat", count: DELTAS, paceMs: options.paceMs, stamp: true })
+          JSON.stringify({ wire: "openai-chat", count: options.deltas ?? DELTAS, paceMs: options.paceMs, stamp: true })
         ], { stdio: ["pipe", "pipe", "inherit"], cwd: root })
         child.on("error", reject)
         Readline.createInterface({ input: child.stdout! }).once("line", (line) => {

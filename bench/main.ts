@@ -9,6 +9,7 @@ import { build as esbuild } from "esbuild"
 import { execFileSync } from "node:child_process"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
+import { admissionRows } from "./admission.js"
 import { clusterRows } from "./cluster.js"
 import { conversationRows } from "./conversations.js"
 import { installRows } from "./install.js"
@@ -56,6 +57,7 @@ const sections: ReadonlyArray<readonly [string, Effect.Effect<ReadonlyArray<Row>
   ["tools", toolRows],
   ["sandbox", sandboxRows],
   ["cluster", clusterRows],
+  ["admission", admissionRows],
   ["install", installRows]
 ]
 

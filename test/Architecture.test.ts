@@ -16,6 +16,8 @@ interface Import {
   readonly from: string
   /** A package name (`effect`, `node:fs`) or a project file relative to the root. */
   readonly to: string
+  /** `import type` / `export type`: erased when compiled, so no module is loaded for it. */
+  readonly typeOnly?: boolean
 }
 
 const sources = (dir: string): ReadonlyArray<string> =>
@@ -31,8 +33,9 @@ const SPECIFIER = /^\s*(?:import|export)\b[^"'`;]*?\bfrom\s*["']([^"']+)["']|^\s
 export const importsOf = (file: string, text: string): ReadonlyArray<Import> =>
   [...text.matchAll(SPECIFIER)].map((m) => {
     const spec = (m[1] ?? m[2] ?? m[3])!
-    if (!spec.startsWith(".")) return { from: file, to: spec }
-    return { from: file, to: Path.normalize(Path.join(Path.dirname(file), spec)).replace(/\.js$/, ".ts") }
+    const typeOnly = /^\s*(?:import|export)\s+type\b/.test(m[0])
+    if (!spec.startsWith(".")) return { from: file, to: spec, typeOnly }
+    return { from: file, to: Path.normalize(Path.join(Path.dirname(file), spec)).replace(/\.js$/, ".ts"), typeOnly }
   })
 
 const graph = (dirs: ReadonlyArray<string>): ReadonlyArray<Import> =>
@@ -81,6 +84,11 @@ export const rules: ReadonlyArray<Rule> = [
     }
   },
   {
+    name: "adapters are chosen by the composition root: programs/backend, programs/session and programs/web import ports, never an adapter",
+    broken: (i) =>
+      ["backend", "session", "web"].some((side) => under(i.from, `src/programs/${side}`)) && familyOf(i.to) !== undefined
+  },
+  {
     name: "bench/ does not import test/",
     broken: (i) => under(i.from, "bench") && under(i.to, "test")
   }
@@ -88,6 +96,31 @@ export const rules: ReadonlyArray<Rule> = [
 
 export const violations = (imports: ReadonlyArray<Import>): ReadonlyArray<string> =>
   rules.flatMap((rule) => imports.filter(rule.broken).map((i) => `${rule.name}: ${i.from} → ${i.to}`))
+
+/**
+ * The import cycles among project modules, each as its modules in order: modules that load each
+ * other (a lazy `import()` counts; a type-only import does not, it is erased). Depth-first search
+ * with colours; each cycle is reported once, from the module where it was closed.
+ */
+export const cycles = (imports: ReadonlyArray<Import>): ReadonlyArray<ReadonlyArray<string>> => {
+  const edges = new Map<string, Array<string>>()
+  for (const i of imports) if (i.to.endsWith(".ts") && i.typeOnly !== true) edges.set(i.from, [...(edges.get(i.from) ?? []), i.to])
+  const state = new Map<string, "open" | "done">()
+  const path: Array<string> = []
+  const found: Array<ReadonlyArray<string>> = []
+  const visit = (file: string): void => {
+    state.set(file, "open")
+    path.push(file)
+    for (const next of edges.get(file) ?? []) {
+      if (state.get(next) === "open") found.push(path.slice(path.indexOf(next)))
+      else if (state.get(next) === undefined) visit(next)
+    }
+    path.pop()
+    state.set(file, "done")
+  }
+  for (const file of [...edges.keys()].sort()) if (state.get(file) === undefined) visit(file)
+  return found
+}
 
 describe("architecture", () => {
   const imports = graph(["src", "bench"])
@@ -103,6 +136,20 @@ describe("architecture", () => {
     assert.deepStrictEqual(violations(imports), [])
   })
 
+  it("no module imports itself through others (no import cycles)", () => {
+    assert.deepStrictEqual(cycles(imports).map((cycle) => cycle.join(" → ")), [])
+  })
+
+  it("a cycle is found, however long", () => {
+    const a = Path.normalize("src/programs/backend/A.ts")
+    const b = Path.normalize("src/programs/backend/B.ts")
+    const c = Path.normalize("src/programs/backend/C.ts")
+    assert.deepStrictEqual(cycles([{ from: a, to: b }, { from: b, to: c }, { from: c, to: a }]), [[a, b, c]])
+    assert.deepStrictEqual(cycles([{ from: a, to: b }, { from: b, to: c }, { from: a, to: c }]), [])
+    assert.deepStrictEqual(cycles([{ from: a, to: b }, { from: b, to: a, typeOnly: true }]), [])
+    assert.isTrue(importsOf(a, `import type { X } from "./B.js"\nimport { type Y, z } from "./C.js"`).map((i) => i.typeOnly).join() === "true,false")
+  })
+
   it("each rule catches its own breach", () => {
     const breaches: ReadonlyArray<Import> = [
       { from: "src/domain/Recovery.ts", to: "src/services/Store.ts" },
@@ -112,7 +159,8 @@ describe("architecture", () => {
       { from: "src/programs/backend/Run.ts", to: "src/programs/server/Server.ts" },
       { from: "src/programs/session/Session.ts", to: "src/programs/backend/BackendLocal.ts" },
       { from: "src/services/backend/Remote.ts", to: "src/services/provider/WireDecoder.ts" },
-      { from: "bench/store.ts", to: "test/support/testing.ts" }
+      { from: "bench/store.ts", to: "test/support/testing.ts" },
+      { from: "src/programs/backend/BackendCluster.ts", to: "src/services/store/Pg.ts" }
     ].map((i) => ({ from: Path.normalize(i.from), to: Path.normalize(i.to) }))
     for (const breach of breaches) assert.lengthOf(violations([breach]), 1, `${breach.from} → ${breach.to}`)
     // Allowed: an adapter through a port or a shared top-level service module, a program providing a port.

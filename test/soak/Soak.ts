@@ -174,7 +174,9 @@ export const iteration = (mode: Mode, target: Phase, options: SoakOptions): Effe
       Effect.catchAllDefect((defect) => Effect.dieMessage(`${String(defect)}; its last lines: ${first.lines().slice(-12).join(" ⏎ ")}`))
     )
     const pids = [first.pid()].filter((p): p is number => p !== undefined)
-    let printed = eventsOf(first.lines())
+    // What the first process showed: its prompt is acknowledged once its run began there.
+    const shownFirst = eventsOf(first.lines())
+    let printed = shownFirst
     const done = firstExit.code === 0 && printed.some((e) => e.type === "assistant_message" && e.content === FINAL_ANSWER)
     const violations: Array<string> = []
     if (!done) {
@@ -204,7 +206,9 @@ export const iteration = (mode: Mode, target: Phase, options: SoakOptions): Effe
     const facts = yield* storeFacts(id, printed).pipe(Effect.provide(store), Effect.orDie)
     violations.push(...facts.violations)
     if (!facts.answered) violations.push("the final answer is not in the conversation")
-    if (printed.some((e) => e.type === "request_begin") && !facts.prompts.includes("do the task")) violations.push("the acknowledged prompt was lost")
+    // Only the first process's run can acknowledge "do the task": the continued task's runs begin after
+    // "continue", so a kill before the prompt's commit (nothing acknowledged) is no loss.
+    if (shownFirst.some((e) => e.type === "request_begin") && !facts.prompts.includes("do the task")) violations.push("the acknowledged prompt was lost")
     const bash = bashExecutions(d.workspace)
     violations.push(...executionViolations({ bash, files: writes.renames }, facts.committed))
     const left = leftoverProcesses(pids)

@@ -1,6 +1,7 @@
 import type { AlreadyProcessingMessage, MailboxFull, PersistenceError } from "@effect/cluster/ClusterError"
 import type { Sharding } from "@effect/cluster/Sharding"
-import { Effect, ExecutionStrategy, Layer, Scope, Stream } from "effect"
+import { Effect, ExecutionStrategy, Layer, Scope } from "effect"
+import type { ConversationId, RunId } from "../../domain/Ids.js"
 import { type BackendError, StoreError } from "../../domain/Errors.js"
 import { type Budgets, turnBudgets } from "../../domain/Recovery.js"
 import { Backend } from "../../services/Backend.js"
@@ -8,8 +9,9 @@ import type { Provider } from "../../services/Provider.js"
 import { realClock } from "../../services/RealClock.js"
 import { RunTail } from "../../services/RunTail.js"
 import type { Store } from "../../services/Store.js"
+import { makeActorRegistry } from "./ActorRegistry.js"
 import { backendOver, programs } from "./BackendLocal.js"
-import { makeActors } from "./ConversationActors.js"
+import { Command, makeConversationActors, type Reply } from "./ConversationActor.js"
 import { ConversationEntity, layerHandlers } from "./ConversationEntity.js"
 
 export interface ClusterBackendOptions {
@@ -33,39 +35,43 @@ const delivered = <A>(effect: Effect.Effect<A, BackendError | Undelivered>): Eff
   )
 
 /**
- * The clustered backend (`baton serve --cluster`): the same conversation actors, now behind the
- * `Conversation` entity. Every command is sent to the conversation's entity, wherever its shard lives
- * (this process or another runner on the same database); reads go to the Store, which every runner
+ * The clustered backend (`baton serve --cluster`): the same conversation actors, each command now
+ * an entity message to the runner that owns the conversation's shard (this process or another on
+ * the same database), whose entity hands it to its actor. Reads go to the Store, which every runner
  * shares. A run's stream is its live log on the runner that runs it, and on any other runner the
  * Store followed as the owner's notices arrive (RunTail), with the same resume-after-seq contract.
- * Runs left `running` are not closed at start-up as on one machine: they belong to whichever runner
- * owns their shard, which resumes them (ConversationEntity's Drive).
+ * A run outlives its runner: the Drive its send left is delivered to the conversation's next owner,
+ * whose actor adopts it.
  */
 export const makeBackendCluster = Effect.fn("BackendCluster.make")(
   function*(options: ClusterBackendOptions) {
     const tail = yield* RunTail
     const clock = yield* Effect.clock
     const scope = yield* Effect.scope
-    // The jobs' scope closes after the entity's (finalizers run last-added first): at shutdown the
+    // The actors' scope closes after the entity's (finalizers run last-added first): at shutdown the
     // entity stops while its Drives are still waiting, so the cluster keeps them for the next owner
     // instead of recording their runs' jobs as ended.
-    const jobs = yield* Scope.fork(scope, ExecutionStrategy.sequential)
-    const actors = yield* makeActors({ budgets: options.budgets ?? turnBudgets, owner: options.runner, tail }).pipe(Scope.extend(jobs))
+    const actorsScope = yield* Scope.fork(scope, ExecutionStrategy.sequential)
+    const actors = yield* makeConversationActors({ budgets: options.budgets ?? turnBudgets, owner: options.runner, tail })
+    // An actor lives while its entity holds it (or its job runs): the entity's own idle time passivates both.
+    const registry = yield* makeActorRegistry(actors, { idleTime: "1 second", takeover: true }).pipe(Scope.extend(actorsScope))
     // The entity's machinery (its mailboxes, its idle reaper) keeps the wall clock; its jobs keep `clock`.
-    yield* Layer.buildWithScope(layerHandlers(actors, clock), scope).pipe(Effect.withClock(realClock))
-    const local = yield* backendOver(actors)
-    const conversation = yield* ConversationEntity.client
-    return Backend.of({
-      ...local,
-      send: (id, input) =>
-        Stream.unwrap(Effect.flatMap(delivered(conversation(id).Send({ input })), (runId) => actors.follow(runId, 0))),
-      cancel: (id, carryOver) => delivered(conversation(id).Cancel({ carryOver: carryOver ?? {} })),
-      submitResult: (id, result, opts) =>
-        delivered(conversation(id).SubmitResult({ result, ...(opts?.decision !== undefined ? { decision: opts.decision } : {}) })),
-      skipReconnectWait: (id) => delivered(conversation(id).SkipReconnectWait()),
-      compact: (id, reason) =>
-        Stream.unwrap(Effect.flatMap(delivered(conversation(id).Compact({ reason })), (runId) => actors.follow(runId, 0)))
-    })
+    yield* Layer.buildWithScope(layerHandlers(actors, registry, clock), scope).pipe(Effect.withClock(realClock))
+    const client = yield* ConversationEntity.client
+    const ask = <C extends Command>(id: ConversationId, command: C): Effect.Effect<Reply<C>, BackendError> => {
+      const conversation = client(id)
+      const sent: Effect.Effect<RunId | void, BackendError | Undelivered> = Command.$match(command as Command, {
+        Send: ({ input }) => conversation.Send({ input }),
+        Compact: ({ reason }) => conversation.Compact({ reason }),
+        Cancel: ({ carryOver }) => conversation.Cancel({ carryOver }),
+        SubmitResult: ({ decision, result }) => conversation.SubmitResult({ result, decision }),
+        Steer: (steer) => conversation.Steer({ text: steer.text, otid: steer.otid }),
+        SkipReconnectWait: () => conversation.SkipReconnectWait(),
+        Adopt: ({ runId, thinking }) => conversation.Drive({ runId, thinking }, { discard: true })
+      })
+      return delivered(sent) as Effect.Effect<Reply<C>, BackendError>
+    }
+    return yield* backendOver({ ask, follow: actors.follow, isBusy: actors.isBusy })
   },
   Effect.provide(programs)
 )

@@ -1,17 +1,16 @@
 /**
  * programs/backend/ is the stateful side of Baton: this module's local backend layer (the Backend
- * port over Store + Provider, in process), the conversation actors (one job per conversation:
- * ConversationActors, Jobs), the run (one model request and its reconnects: Run, StreamRequest), the
+ * port over Store + Provider, in process), the conversation actor (its commands and its one handler:
+ * ConversationActor; its job's admission: Admission, Jobs; hosted in this process by ActorRegistry,
+ * in a cluster by ConversationEntity), the run (one model request and its reconnects: Run, StreamRequest), the
  * run log (commit, then publish; follow from a seq: RunLog), tool results committed as they finish
  * (Results), compaction (Compaction), the dead-run rule applied at start-up (DeadRuns) and the title
  * (Title), and forks (Fork). `baton serve` hosts the same layer; the
  * client side (programs/session) reaches it only through the Backend port.
  */
-import { Effect, Layer, Stream } from "effect"
-import { InvalidInput, NotFound } from "../../domain/Errors.js"
-import { ConversationId, Otid } from "../../domain/Ids.js"
-import type { UserMessage } from "../../domain/Messages.js"
-import { STEERING_OTID_PREFIX, steeringText } from "../../domain/Tags.js"
+import { type Duration, Effect, Layer, Stream } from "effect"
+import { NotFound } from "../../domain/Errors.js"
+import { ConversationId, type RunId } from "../../domain/Ids.js"
 import { usageReport } from "../../domain/Usage.js"
 import { type Budgets, turnBudgets } from "../../domain/Recovery.js"
 import { Backend } from "../../services/Backend.js"
@@ -19,49 +18,48 @@ import { currentOwner } from "../../services/ProcessIdentity.js"
 import { runInfo } from "../../domain/Run.js"
 import { Store } from "../../services/Store.js"
 import { Compactions } from "./Compaction.js"
-import { type Actors, makeActors } from "./ConversationActors.js"
+import { DEFAULT_PASSIVATION, makeActorRegistry } from "./ActorRegistry.js"
+import { Command, type Conversations, makeConversationActors, steeringOtid } from "./ConversationActor.js"
 import { closeDeadRuns } from "./DeadRuns.js"
 import { forkConversation } from "./Fork.js"
-import { refuseIdleSteering } from "./IdleSteering.js"
 import { awaiting } from "./Results.js"
+import { ContextCache } from "./ContextCache.js"
 import { Runs } from "./Run.js"
 import { Titles } from "./Title.js"
 
 /** The backend's programs, over the ports the caller provides. */
-export const programs = Layer.mergeAll(Runs.Default, Compactions.Default, Titles.Default)
+export const programs = Layer.mergeAll(Runs.Default, Compactions.Default, Titles.Default, ContextCache.Default)
 
-/** The Backend over these actors: the Store answers reads, the actors every command. */
-export const backendOver = Effect.fn("BackendLocal.over")(function*(actors: Actors) {
+/** The Backend over the conversations' actors: the Store answers reads, the actors every command. */
+export const backendOver = Effect.fn("BackendLocal.over")(function*(conversations: Conversations) {
   const store = yield* Store
   const compactions = yield* Compactions
   const titles = yield* Titles
+  // A send or a compaction answers with its run, streamed from its first chunk.
+  const started = <E>(admitted: Effect.Effect<RunId, E>) =>
+    Stream.unwrap(Effect.flatMap(admitted, (runId) => conversations.follow(runId, 0)))
   return Backend.of({
     createConversation: (settings, opts) => store.createConversation(settings, opts),
     getConversation: (id) => store.getConversation(id),
     listConversations: (opts) => store.listConversations(opts),
     updateConversation: (id, patch) => store.updateConversation(id, patch),
-    send: (id, input) => Stream.unwrap(actors.send(id, input)),
+    send: (id, input) => started(conversations.ask(id, Command.Send({ input }))),
     getRun: (runId) => Effect.map(store.getRun(runId), runInfo),
-    streamRun: (runId, opts) => Stream.unwrap(Effect.zipRight(store.getRun(runId), actors.follow(runId, opts?.after ?? 0))),
-    cancel: actors.cancel,
-    submitResult: (id, result, opts) => actors.submitResult(id, result, opts?.decision),
+    streamRun: (runId, opts) => Stream.unwrap(Effect.zipRight(store.getRun(runId), conversations.follow(runId, opts?.after ?? 0))),
+    cancel: (id, carryOver) => conversations.ask(id, Command.Cancel({ carryOver })),
+    submitResult: (id, result, opts) => conversations.ask(id, Command.SubmitResult({ result, decision: opts?.decision })),
     pendingApprovals: (id) => awaiting(store, id),
     history: (id, cursor) => store.listItems(id, cursor),
     backfill: (id) => store.backfill(id),
-    skipReconnectWait: actors.skipReconnectWait,
-    compact: (id, reason) => Stream.unwrap(actors.compact(id, reason)),
+    skipReconnectWait: (id) => conversations.ask(id, Command.SkipReconnectWait()),
+    compact: (id, reason) => started(conversations.ask(id, Command.Compact({ reason }))),
     compactability: Effect.fn("BackendLocal.compactability")(function*(id) {
       const conversation = yield* store.getConversation(id)
-      return yield* compactions.compactability(conversation, yield* actors.isBusy(id))
+      return yield* compactions.compactability(conversation, yield* conversations.isBusy(id))
     }),
     generateTitle: titles.generate,
     fork: (id, opts) => Effect.provideService(forkConversation(id, opts), Store, store),
-    steer: Effect.fn("BackendLocal.steer")(function*(id, text) {
-      if (text.trim() === "") return yield* new InvalidInput({ message: "steering needs some text" })
-      yield* refuseIdleSteering(store, id)
-      const message: UserMessage = { type: "user_message", content: steeringText(text), otid: Otid.make(`${STEERING_OTID_PREFIX}${crypto.randomUUID()}`) }
-      yield* store.queueSteering(id, message)
-    }),
+    steer: (id, text) => conversations.ask(id, Command.Steer({ text, otid: steeringOtid() })),
     heldSteering: (id) => store.heldSteering(id),
     takeSteering: (id) => store.takeSteering(id),
     usage: Effect.fn("BackendLocal.usage")(function*(query) {
@@ -92,16 +90,30 @@ export const backendOver = Effect.fn("BackendLocal.over")(function*(actors: Acto
   })
 })
 
+export interface LocalOptions {
+  readonly budgets?: Budgets
+  /** How long an idle conversation's actor stays in memory (DEFAULT_PASSIVATION). */
+  readonly passivation?: Duration.DurationInput
+}
+
+/** This process's conversations: each command to its actor in the registry. */
+export const makeLocalConversations = Effect.fn("BackendLocal.conversations")(function*(options?: LocalOptions) {
+  const actors = yield* makeConversationActors({ budgets: options?.budgets ?? turnBudgets, owner: currentOwner() })
+  const registry = yield* makeActorRegistry(actors, { idleTime: options?.passivation ?? DEFAULT_PASSIVATION, takeover: false })
+  const conversations: Conversations = { ask: registry.ask, follow: actors.follow, isBusy: actors.isBusy }
+  return { conversations, registry } as const
+})
+
 /**
  * The in-process backend: conversation actors over Store + Provider. At start-up, runs left
  * `running` by a process that died are closed as failed, so no conversation stays stuck busy.
  */
 export const makeBackendLocal = Effect.fn("BackendLocal.make")(
-  function*(options?: { readonly budgets?: Budgets }) {
+  function*(options?: LocalOptions) {
     yield* closeDeadRuns()
-    return yield* backendOver(yield* makeActors({ budgets: options?.budgets ?? turnBudgets, owner: currentOwner() }))
+    return yield* backendOver((yield* makeLocalConversations(options)).conversations)
   },
   Effect.provide(programs)
 )
 
-export const layerLocal = (options?: { readonly budgets?: Budgets }) => Layer.scoped(Backend, makeBackendLocal(options))
+export const layerLocal = (options?: LocalOptions) => Layer.scoped(Backend, makeBackendLocal(options))

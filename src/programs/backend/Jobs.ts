@@ -22,6 +22,12 @@ export interface Job {
   readonly calls: Ref.Ref<ReadonlySet<ToolCallId>>
 }
 
+/**
+ * The index of the live jobs, by conversation and by run. Each conversation's actor is the only
+ * writer of its entry (it adds the job it admits; the job removes itself as it stops); readers — a
+ * follower by run, `isBusy` by conversation — never wait for an actor. Two plain maps: an update is
+ * one synchronous step, so no lock is needed and no conversation's update copies the others'.
+ */
 export interface Jobs {
   readonly get: (id: ConversationId) => Effect.Effect<Option.Option<Job>>
   readonly byRun: (runId: RunId) => Effect.Effect<Option.Option<Job>>
@@ -30,19 +36,27 @@ export interface Jobs {
   readonly remove: (id: ConversationId, runId: RunId) => Effect.Effect<void>
 }
 
-export const makeJobs: Effect.Effect<Jobs> = Effect.map(Ref.make(new Map<ConversationId, Job>()), (ref) => ({
-  get: Effect.fn("Jobs.get")((id: ConversationId) => Effect.map(Ref.get(ref), (jobs) => Option.fromNullable(jobs.get(id)))),
-  byRun: Effect.fn("Jobs.byRun")((runId: RunId) =>
-    Effect.map(Ref.get(ref), (jobs) => Option.fromNullable([...jobs.values()].find((j) => j.runId === runId)))),
-  add: Effect.fn("Jobs.add")((job: Job) => Ref.update(ref, (jobs) => new Map(jobs).set(job.conversationId, job))),
-  remove: Effect.fn("Jobs.remove")((id: ConversationId, runId: RunId) =>
-    Ref.update(ref, (jobs) => {
-      if (jobs.get(id)?.runId !== runId) return jobs
-      const next = new Map(jobs)
-      next.delete(id)
-      return next
-    }))
-}))
+export const makeJobs: Effect.Effect<Jobs> = Effect.sync(() => {
+  const byConversation = new Map<ConversationId, Job>()
+  const byRun = new Map<RunId, Job>()
+  return {
+    get: (id) => Effect.sync(() => Option.fromNullable(byConversation.get(id))),
+    byRun: (runId) => Effect.sync(() => Option.fromNullable(byRun.get(runId))),
+    add: (job) =>
+      Effect.sync(() => {
+        const before = byConversation.get(job.conversationId)
+        if (before !== undefined) byRun.delete(before.runId)
+        byConversation.set(job.conversationId, job)
+        byRun.set(job.runId, job)
+      }),
+    remove: (id, runId) =>
+      Effect.sync(() => {
+        if (byConversation.get(id)?.runId !== runId) return
+        byConversation.delete(id)
+        byRun.delete(runId)
+      })
+  }
+})
 
 /** The run log as a job's run uses it: the calls it streams are noted before they are committed (and seen). */
 export const tracksCalls = (log: RunLog, calls: Ref.Ref<ReadonlySet<ToolCallId>>): RunLog => ({

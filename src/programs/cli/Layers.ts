@@ -15,7 +15,7 @@ import type { Store } from "../../services/Store.js"
 import type { ToolExecutor } from "../../services/ToolExecutor.js"
 import * as ToolExecutorLive from "../../services/tools/Executor.js"
 import { layerLocal } from "../backend/BackendLocal.js"
-import type { RunnerOptions } from "../backend/Runner.js"
+import type { RunnerOptions } from "./ClusterRunner.js"
 import type { BatonServer, ServeOptions, ServerStartError } from "../server/Server.js"
 import type { BatonWeb, WebOptions, WebStartError } from "../web/WebServer.js"
 import { DEFAULT_SYSTEM_PROMPT } from "../session/Session.js"
@@ -224,7 +224,7 @@ const servedWith = (env: AppEnv, options: ServeOptions): ServeOptions => ({
   ...options
 })
 
-/** `baton serve --cluster`: one runner of the cluster (Runner.ts), with this model, behind HTTP + SSE. */
+/** `baton serve --cluster`: one runner of the cluster (ClusterRunner.ts), with this model, behind HTTP + SSE. */
 export const clusterServer = (
   env: AppEnv,
   provider: Layer.Layer<Provider, ConfigError>,
@@ -233,7 +233,7 @@ export const clusterServer = (
 ): Layer.Layer<BatonServer, ServerStartError | ConfigError | StoreError> =>
   Layer.unwrapEffect(Effect.gen(function*() {
     const server = yield* Effect.promise(() => import("../server/Server.js"))
-    const { layerRunner, RunnerStatus } = yield* Effect.promise(() => import("../backend/Runner.js"))
+    const { layerRunner, RunnerStatus } = yield* Effect.promise(() => import("./ClusterRunner.js"))
     return Layer.unwrapEffect(Effect.map(RunnerStatus, (status) =>
       server.serve({
         ...servedWith(env, options),

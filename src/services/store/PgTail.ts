@@ -45,7 +45,8 @@ export const layer: Layer.Layer<RunTail, never, PgClient.PgClient> = Layer.scope
     }
   }
   yield* Queue.takeBetween(outbox, 1, Number.MAX_SAFE_INTEGER).pipe(
-    Effect.flatMap((ids) => Effect.forEach(payloads(Chunk.toReadonlyArray(ids)), (payload) => sql.notify(CHANNEL, payload), { discard: true })),
+    // pg_notify, not the client's `notify`: NOTIFY takes no bind parameter, so `NOTIFY c, $1` is refused every time.
+    Effect.flatMap((ids) => Effect.forEach(payloads(Chunk.toReadonlyArray(ids)), (payload) => sql`SELECT pg_notify(${CHANNEL}, ${payload})`, { discard: true })),
     Effect.catchAll((e) => Effect.logWarning("could not announce run commits", e)),
     Effect.forever,
     Effect.forkScoped

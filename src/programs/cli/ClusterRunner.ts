@@ -12,7 +12,7 @@ import type { Backend } from "../../services/Backend.js"
 import type { Provider } from "../../services/Provider.js"
 import * as PgTail from "../../services/store/PgTail.js"
 import { layerWithClient } from "../../services/store/Pg.js"
-import { layerCluster } from "./BackendCluster.js"
+import { layerCluster } from "../backend/BackendCluster.js"
 
 /** Every runner of a cluster must use the same number. */
 const SHARDS = 300

@@ -22,6 +22,14 @@ export const estimateTokens = (text: string): number => Math.ceil(text.length / 
  */
 export const DEFAULT_IMAGE_TOKENS = 1_200
 
+/**
+ * The estimate per image of the API a provider speaks (`gen_ai.provider.name`): Anthropic's
+ * width·height/750 at its 1,568-px cap is about 1,600; OpenAI's high detail of a 1,024-px image is 765
+ * (85 + 4 tiles · 170). Another or an unknown provider gets DEFAULT_IMAGE_TOKENS.
+ */
+export const imageTokensOf = (provider: string | undefined): number =>
+  provider === "anthropic" ? 1_600 : provider === "openai" ? 765 : DEFAULT_IMAGE_TOKENS
+
 const imagesIn = (item: TaskEvent): number =>
   (item.type === "user_message" || item.type === "tool_return") && item.images !== undefined ? item.images.length : 0
 
@@ -131,7 +139,8 @@ export const planSlidingWindow = (
  */
 export const compactionTrigger = (
   segment: ReadonlyArray<SegmentEntry>,
-  settings: Pick<ConversationSettings, "compaction" | "system_prompt" | "tools">
+  settings: Pick<ConversationSettings, "compaction" | "system_prompt" | "tools">,
+  providerImageTokens = DEFAULT_IMAGE_TOKENS
 ): Option.Option<CompactionReason> => {
   const compaction = settings.compaction
   const lastUsage = segment.findLast((s) => s.item.type === "token_usage")?.item
@@ -143,7 +152,7 @@ export const compactionTrigger = (
   const threshold = preflightThreshold(compaction.contextWindow ?? compaction.maxContextLength)
   if (threshold !== undefined) {
     const fixed = settings.system_prompt + JSON.stringify(settings.tools)
-    if (estimateContext(segment, fixed, compaction.imageTokens ?? DEFAULT_IMAGE_TOKENS).tokens > threshold) return Option.some("preflight")
+    if (estimateContext(segment, fixed, compaction.imageTokens ?? providerImageTokens).tokens > threshold) return Option.some("preflight")
   }
   return Option.none()
 }

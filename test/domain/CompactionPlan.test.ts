@@ -2,6 +2,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Option } from "effect"
 import {
   compactionTrigger,
+  imageTokensOf,
   DEFAULT_IMAGE_TOKENS,
   estimateContext,
   estimateTokens,
@@ -162,6 +163,17 @@ describe("compactionTrigger", () => {
     assert.deepStrictEqual(compactionTrigger(screenshots, settings(window)), Option.none())
     assert.deepStrictEqual(compactionTrigger(screenshots, settings({ ...window, imageTokens: 2_000 })), Option.some("preflight"))
     assert.deepStrictEqual(compactionTrigger([...screenshots, ...screenshots.slice(2)], settings(window)), Option.some("preflight"))
+  })
+
+  it("each provider's own estimate per image, unless the conversation's compaction.imageTokens says otherwise", () => {
+    assert.deepStrictEqual([imageTokensOf("anthropic"), imageTokensOf("openai"), imageTokensOf("baton.replay"), imageTokensOf(undefined)], [1_600, 765, 1_200, 1_200])
+    const image = { media_type: "image/png" as const, data: "iVBORw0KGgo=" }
+    const screenshots = [usage(1_000), { type: "user_message" as const, content: "these", otid, images: [image, image, image, image] }].map(ctx)
+    const window = { maxContextLength: 0, contextWindow: 8_000 }
+    // 1,000 + 2 + 4 · 1,600 = 7,402 is over the 6,400 threshold; 4 · 765 or 4 · 1,200 is not.
+    assert.deepStrictEqual(compactionTrigger(screenshots, settings(window), imageTokensOf("anthropic")), Option.some("preflight"))
+    assert.deepStrictEqual(compactionTrigger(screenshots, settings(window), imageTokensOf("openai")), Option.none())
+    assert.deepStrictEqual(compactionTrigger(screenshots, settings({ ...window, imageTokens: 100 }), imageTokensOf("anthropic")), Option.none())
   })
 })
 

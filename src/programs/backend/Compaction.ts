@@ -1,5 +1,5 @@
 import { Effect, Either, Option, Ref } from "effect"
-import { type Compactability, compactionTrigger, planCompaction } from "../../domain/Compaction.js"
+import { type Compactability, compactionTrigger, imageTokensOf, planCompaction } from "../../domain/Compaction.js"
 import type { Conversation } from "../../domain/Conversation.js"
 import { InvalidSummary } from "../../domain/Errors.js"
 import { type Chunk, type CompactionReason, type ErrorInfo, errorInfo, type TaskEvent } from "../../domain/Events.js"
@@ -195,7 +195,7 @@ export class Compactions extends Effect.Service<Compactions>()("baton/Compaction
       ))
 
     const trigger = Effect.fn("Compactions.trigger")(function*(conversation: Conversation) {
-      return compactionTrigger((yield* contexts.segment(conversation.id)).items, conversation.settings)
+      return compactionTrigger((yield* contexts.segment(conversation.id)).items, conversation.settings, imageTokensOf(provider.info?.name))
     })
 
     /**

@@ -12,6 +12,11 @@ export interface MountPlan {
   readonly cwd: string
   /** Writable directories, real and existing (empty in read-only mode). */
   readonly writable: ReadonlyArray<string>
+  /**
+   * Paths outside the writable roots the command itself needs (an MCP server's own script and the
+   * project around it): under the private /tmp they are shown again, read-only, like a workspace's.
+   */
+  readonly readable?: ReadonlyArray<string>
   readonly hidden: ReadonlyArray<{ readonly path: string; readonly directory: boolean }>
   /** Running as root: bubblewrap would keep every capability (a remount could undo the sandbox) unless dropped. */
   readonly privileged: boolean
@@ -26,15 +31,15 @@ const TMP = "/tmp"
  * writable root under /tmp is shown again read-only, so the rest of the tree around a workspace in
  * /tmp reads as it does outside and refuses writes as the rest of the file system does.
  */
-const tmpAncestors = (writable: ReadonlyArray<string>): ReadonlyArray<string> =>
-  [...new Set(writable.filter((root) => within(root, TMP) && root !== TMP).map((root) => `${TMP}/${root.slice(TMP.length + 1).split("/")[0]!}`))]
+const tmpAncestors = (shown: ReadonlyArray<string>, writable: ReadonlyArray<string>): ReadonlyArray<string> =>
+  [...new Set(shown.filter((root) => within(root, TMP) && root !== TMP).map((root) => `${TMP}/${root.slice(TMP.length + 1).split("/")[0]!}`))]
     .filter((top) => !writable.includes(top))
 
 /** The bubblewrap command line that runs `command` (argv) inside the plan. */
 export const bwrapArgs = (plan: MountPlan, command: ReadonlyArray<string>): ReadonlyArray<string> => {
   const writable = plan.mode === "workspace-write" ? plan.writable : []
   const privateTmp = plan.mode === "workspace-write"
-  const shownTmp = privateTmp ? tmpAncestors(writable) : []
+  const shownTmp = privateTmp ? tmpAncestors([...writable, ...(plan.readable ?? [])], writable) : []
   // A path under the private /tmp that is not shown again does not exist inside: nothing to hide.
   const visible = (path: string) => !privateTmp || !within(path, TMP) || shownTmp.some((top) => within(path, top))
   const hide = (h: MountPlan["hidden"][number]) => (h.directory ? ["--tmpfs", h.path] : ["--ro-bind", "/dev/null", h.path])

@@ -44,7 +44,8 @@ export interface SandboxLaunch {
 export interface Sandbox {
   readonly status: SandboxStatus
   /** How to start `command` (argv) inside: `cwd` is the workspace, `roots` the call's other writable directories. */
-  readonly launch: (command: ReadonlyArray<string>, cwd: string, roots: ReadonlyArray<string>) => SandboxLaunch
+  /** `readable`: paths outside the roots the command needs to read (see MountPlan.readable). */
+  readonly launch: (command: ReadonlyArray<string>, cwd: string, roots: ReadonlyArray<string>, readable?: ReadonlyArray<string>) => SandboxLaunch
 }
 
 /** Secrets under the home every sandboxed command is denied. */
@@ -113,7 +114,7 @@ const envFiles = (workspace: string): ReadonlyArray<string> => {
 }
 
 /** The plan for one command, from the file system as it is now. */
-export const planFor = (config: SandboxConfig, cwd: string, roots: ReadonlyArray<string>): MountPlan => {
+export const planFor = (config: SandboxConfig, cwd: string, roots: ReadonlyArray<string>, readable: ReadonlyArray<string> = []): MountPlan => {
   const home = config.home ?? Os.homedir()
   const writable = config.mode === "workspace-write"
     ? [cwd, ...roots, ...(config.writable ?? []).map((dir) => expand(dir, home, cwd))].flatMap((dir) => {
@@ -136,6 +137,10 @@ export const planFor = (config: SandboxConfig, cwd: string, roots: ReadonlyArray
     network: config.network === true,
     cwd,
     writable: [...new Set(writable)],
+    readable: readable.flatMap((p) => {
+      const found = existing(p)
+      return found === undefined ? [] : [found.path]
+    }),
     hidden: hidden.filter((h, i) => hidden.findIndex((o) => o.path === h.path) === i),
     privileged: privileged()
   }
@@ -173,6 +178,6 @@ export const makeSandbox = (config: SandboxConfig): Effect.Effect<Sandbox> =>
     if (refused !== undefined) return unavailable(config, `bwrap cannot run here: ${refused}`)
     return {
       status: { mode: config.mode, network, active: true },
-      launch: (command, cwd, roots) => ({ file: bwrap, args: bwrapArgs(planFor(config, cwd, roots), command), env: {} })
+      launch: (command, cwd, roots, readable) => ({ file: bwrap, args: bwrapArgs(planFor(config, cwd, roots, readable), command), env: {} })
     }
   })

@@ -61,6 +61,15 @@ describe("the sandbox's bubblewrap command line", () => {
   })
 })
 
+describe("what a sandboxed command needs to read", () => {
+  it("a readable path under the private /tmp (an MCP server's script) shows its top directory again, read-only", () => {
+    const args = bwrapArgs({ ...plan, readable: ["/tmp/clone-7/test/support/server.mjs", "/usr/bin/node"] }, ["node", "/tmp/clone-7/test/support/server.mjs"]).join(" ")
+    assert.include(args, "--tmpfs /tmp --ro-bind /tmp/run-1 /tmp/run-1 --ro-bind /tmp/clone-7 /tmp/clone-7 ")
+    assert.notInclude(args, "--bind /tmp/clone-7", "shown, never writable")
+    assert.notInclude(args, "/usr/bin/node /usr/bin/node", "outside /tmp it is already visible")
+  })
+})
+
 describe("the Seatbelt profile (macOS)", () => {
   it("reads everywhere but the hidden paths, writes only in the writable roots and the temp dir, no network", () => {
     const profile = seatbeltProfile({ ...plan, writable: ["/Users/u/my \"ws\""], hidden: [{ path: "/Users/u/.ssh", directory: true }, { path: "/Users/u/.netrc", directory: false }] }, "/private/tmp/b1")

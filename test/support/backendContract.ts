@@ -466,7 +466,8 @@ export const backendContract = (name: string, make: MakeBackend) =>
           assert.deepStrictEqual(yield* backend.takeSteering(conv.id), [])
           // The next run's first attempt times out: the run is active while it waits to reconnect.
           const sent = yield* Effect.fork(collect(backend.send(conv.id, input(toolResult("c1", "A")))))
-          yield* awaitSleeps()
+          // The reconnect's own wait (250 ms), not any sleep: an idle actor's passivation timer sleeps too.
+          yield* eventually(Effect.map(TestClock.sleeps(), (wakes) => Array.from(wakes).includes(250)), "the run waits to reconnect")
           yield* backend.steer(conv.id, "mind the tests")
           yield* TestClock.adjust(250)
           yield* Fiber.join(sent)

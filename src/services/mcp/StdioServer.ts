@@ -6,6 +6,7 @@ import { Data, type Duration, Effect } from "effect"
 import { type ChildProcess, spawn } from "node:child_process"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
+import * as Path from "node:path"
 import type { McpLaunch } from "../../domain/McpConfig.js"
 import { killGroup } from "../ProcessGroup.js"
 import type { ProcessTracker } from "../ProcessRegistry.js"
@@ -53,7 +54,8 @@ const describeExit = (child: ChildProcess, stderr: string): string => {
 const commandLine = (launch: StdioLaunch, sandbox: Sandbox | undefined) => {
   const gated = ["/bin/sh", "-c", GATE, launch.command, ...launch.args]
   return launch.sandbox === true && sandbox?.status.active === true
-    ? sandbox.launch(gated, launch.cwd, [])
+    // The server's own files (an absolute script path, the project around it) stay readable even under the private /tmp.
+    ? sandbox.launch(gated, launch.cwd, [], [launch.command, ...launch.args].filter((arg) => Path.isAbsolute(arg)))
     : { file: gated[0]!, args: gated.slice(1), env: {} }
 }
 

@@ -119,7 +119,9 @@ export const makeConversationActors = Effect.fn("ConversationActor.make")(functi
 
   const steer = Effect.fn("ConversationActor.steer")(function*(id: ConversationId, text: string, otid: Otid) {
     if (text.trim() === "") return yield* new InvalidInput({ message: "steering needs some text" })
-    yield* refuseIdleSteering(store, id)
+    // This actor's own turn run is a task running: only without one does the store have to tell.
+    const job = yield* jobs.get(id)
+    if (!(Option.isSome(job) && job.value.kind === "run")) yield* refuseIdleSteering(store, id)
     const message: UserMessage = { type: "user_message", content: steeringText(text), otid }
     yield* store.queueSteering(id, message)
   })

@@ -12,7 +12,7 @@ import { toolCall } from "../support/Calls.js"
 import { awaitFileText } from "../support/Processes.js"
 import { pidsWith, requireBwrap } from "../support/sandbox.js"
 import { tempDir } from "../support/tempDir.js"
-import { executeBatch } from "../support/Workspace.js"
+import { executeBatch, workspaceHarness } from "../support/Workspace.js"
 
 /**
  * Escape attempts, each a real Bash call through the ToolExecutor with the sandbox on
@@ -224,12 +224,8 @@ describe.runIf(requireBwrap("test/tools/Sandbox.test.ts"))("Bash in the sandbox 
 describe("Bash with no sandbox available", () => {
   it.scopedLive("the executor says why; the command still runs when it is run (the gate asks first)", () =>
     Effect.gen(function*() {
-      const root = yield* tempDir
-      const workspace = Path.join(root, "ws")
-      const empty = Path.join(root, "empty-path")
-      Fs.mkdirSync(workspace)
-      Fs.mkdirSync(empty)
-      const executor = yield* makeToolExecutor({ workspace, sandbox: { mode: "workspace-write", searchPath: empty } })
+      const empty = yield* tempDir
+      const { executor } = yield* workspaceHarness({ sandbox: { mode: "workspace-write", searchPath: empty } })
       assert.strictEqual(executor.sandbox?.active, false)
       assert.include(executor.sandbox?.unavailable, "bwrap not found")
       assert.include(executor.sandbox?.unavailable, "apt-get install bubblewrap")

@@ -19,16 +19,26 @@ import { tempDir } from "../support/tempDir.js"
  * connection.
  */
 
-/** The connection, counting the transactions begun at the top level (nested ones are savepoints). */
-const counting = (sql: SqlClient) => {
+/**
+ * The connection, counting the transactions begun at the top level (nested ones are savepoints),
+ * through `withTransaction` or the SQLite client's own `transaction`.
+ */
+const counting = <S extends SqlClient>(sql: S) => {
   const counter = { top: 0 }
   let depth = 0
-  const withTransaction: SqlClient["withTransaction"] = (effect) =>
+  const counted = (begin: SqlClient["withTransaction"]): SqlClient["withTransaction"] => (effect) =>
     Effect.suspend(() => {
       if (depth++ === 0) counter.top++
-      return sql.withTransaction(effect).pipe(Effect.ensuring(Effect.sync(() => depth--)))
+      return begin(effect).pipe(Effect.ensuring(Effect.sync(() => depth--)))
     })
-  const client = new Proxy(sql, { get: (target, key) => (key === "withTransaction" ? withTransaction : Reflect.get(target, key)) })
+  const client = new Proxy(sql, {
+    get: (target, key) => {
+      const value: unknown = Reflect.get(target, key)
+      return (key === "withTransaction" || key === "transaction") && typeof value === "function"
+        ? counted(value as SqlClient["withTransaction"])
+        : value
+    }
+  })
   return { client, counter }
 }
 

@@ -1,3 +1,5 @@
+import type { SqlError } from "@effect/sql/SqlError"
+import type { Statement } from "@effect/sql/Statement"
 import { Clock, Effect } from "effect"
 import type { ConversationId } from "../../domain/Ids.js"
 import { advanceOpenCalls, checkChunkSeqs, defaultFlags, isMessageType, type OpenCall } from "../../domain/ItemLog.js"
@@ -28,13 +30,21 @@ type ItemInsert = {
   readonly created_at: number
 }
 
+/** How a hot path runs its statements and its transaction: the engine's cheap ones where it has them. */
+export const hotPath = (engine: SqlEngine) => ({
+  exec: engine.exec ?? (<A>(statement: Statement<A>): Effect.Effect<ReadonlyArray<A>, SqlError> => statement),
+  transaction: engine.transaction ?? engine.sql.withTransaction
+})
+
 /**
  * One logical write in one transaction: items, open calls, chunks, run seqs and finish, or none of it.
  * Its first statement writes the conversation's row, so the transaction holds that conversation from
  * its start (SQLite: the file's write lock; PostgreSQL: the row's lock) and every commit of one
  * conversation, from any process, sees the positions and seqs the previous one left.
  */
-export const makeCommit = ({ guard, q, retry, source, sql }: SqlEngine) => {
+export const makeCommit = (engine: SqlEngine) => {
+  const { guard, q, retry, source, sql } = engine
+  const { exec, transaction } = hotPath(engine)
   /** Keeps `open_calls` equal to the pure rule applied over the segment so far. */
   const updateOpenCalls = (id: ConversationId, newSegment: boolean, rows: ReadonlyArray<ItemInsert>, items: ReadonlyArray<NewItem>) =>
     Effect.gen(function*() {
@@ -42,7 +52,7 @@ export const makeCommit = ({ guard, q, retry, source, sql }: SqlEngine) => {
       if (!touches) return
       const current: ReadonlyArray<OpenCall> = newSegment
         ? []
-        : (yield* q.openCalls(id).pipe(Effect.flatMap(decodeRows(OpenCallRow, source))))
+        : (yield* exec(q.openCalls(id)).pipe(Effect.flatMap(decodeRows(OpenCallRow, source))))
           .map((r) => ({ position: r.position, toolCallId: r.tool_call_id }))
       const next = advanceOpenCalls(current, rows.map((r, i) => ({ position: r.position, inContext: r.in_context === 1, item: items[i]!.item })))
       const kept = new Set(next.map((c) => c.position))
@@ -50,12 +60,12 @@ export const makeCommit = ({ guard, q, retry, source, sql }: SqlEngine) => {
       const closed = current.filter((c) => !kept.has(c.position)).map((c) => c.position)
       const opened = next.filter((c) => !had.has(c.position))
       if (closed.length > 0) {
-        yield* sql`DELETE FROM open_calls WHERE conversation_id = ${id} AND position IN ${sql.in(closed)}`
+        yield* exec(sql`DELETE FROM open_calls WHERE conversation_id = ${id} AND position IN ${sql.in(closed)}`)
       }
       for (const batch of batches(opened)) {
-        yield* sql`INSERT INTO open_calls ${
+        yield* exec(sql`INSERT INTO open_calls ${
           sql.insert(batch.map((c) => ({ conversation_id: id, position: c.position, tool_call_id: c.toolCallId })))
-        }`
+        }`)
       }
     })
 
@@ -71,22 +81,22 @@ export const makeCommit = ({ guard, q, retry, source, sql }: SqlEngine) => {
     const bodies = items.map((i) => encodeEventText(i.item))
     const chunkBodies = chunks.map((c) => encodeEventText(c))
 
-    const rows = yield* sql.withTransaction(Effect.gen(function*() {
+    const rows = yield* transaction(Effect.gen(function*() {
       // Writing first also keeps SQLite from failing later with SQLITE_BUSY_SNAPSHOT against another process.
       // Recording something makes the conversation the most recent; streamed chunks alone do not.
       const head_ = records(write) ? q.advanceHead(id, now, items.length, newSegment) : q.holdHead(id)
-      const [head] = yield* head_.pipe(Effect.flatMap(decodeRows(HeadRow, source)))
+      const [head] = yield* exec(head_).pipe(Effect.flatMap(decodeRows(HeadRow, source)))
       if (head === undefined) return yield* conversationNotFound(id)
 
       const expected = write.expectOpen ?? []
       if (expected.length > 0) {
-        const open = new Set((yield* q.openCallIds(id, expected).pipe(Effect.flatMap(decodeRows(ToolCallIdRow, source)))).map((r) => r.tool_call_id))
+        const open = new Set((yield* exec(q.openCallIds(id, expected)).pipe(Effect.flatMap(decodeRows(ToolCallIdRow, source)))).map((r) => r.tool_call_id))
         const closed = expected.find((callId) => !open.has(callId))
         if (closed !== undefined) return yield* callAnswered(id, closed)
       }
 
       const runIds = [...new Set([...chunks.map((c) => c.run_id), ...(finish === undefined ? [] : [finish.runId])])]
-      const seqs = runIds.length === 0 ? [] : yield* q.runSeqs(id, runIds).pipe(Effect.flatMap(decodeRows(RunSeqRow, source)))
+      const seqs = runIds.length === 0 ? [] : yield* exec(q.runSeqs(id, runIds)).pipe(Effect.flatMap(decodeRows(RunSeqRow, source)))
       const known = new Map(seqs.map((r) => [r.id, r.last_seq]))
       const check = checkChunkSeqs(chunks, (runId) => known.get(runId))
       if (check._tag !== "Ok") return yield* chunkCheckError(check)
@@ -108,20 +118,20 @@ export const makeCommit = ({ guard, q, retry, source, sql }: SqlEngine) => {
           created_at: now
         }
       })
-      if (newSegment) yield* sql`DELETE FROM open_calls WHERE conversation_id = ${id}`
-      for (const batch of batches(rows)) yield* sql`INSERT INTO items ${sql.insert(batch)}`
+      if (newSegment) yield* exec(sql`DELETE FROM open_calls WHERE conversation_id = ${id}`)
+      for (const batch of batches(rows)) yield* exec(sql`INSERT INTO items ${sql.insert(batch)}`)
       yield* updateOpenCalls(id, newSegment, rows, items)
 
       const chunkRows = chunks.map((c, i) => ({ run_id: c.run_id, seq: c.seq, body: chunkBodies[i]! }))
-      for (const batch of batches(chunkRows)) yield* sql`INSERT INTO chunks ${sql.insert(batch)}`
+      for (const batch of batches(chunkRows)) yield* exec(sql`INSERT INTO chunks ${sql.insert(batch)}`)
       for (const [runId, lastSeq] of check.lastSeqs) {
-        yield* sql`UPDATE runs SET last_seq = ${lastSeq}, updated_at = ${now} WHERE id = ${runId}`
+        yield* exec(sql`UPDATE runs SET last_seq = ${lastSeq}, updated_at = ${now} WHERE id = ${runId}`)
       }
       const taken = write.takesSteering ?? []
-      if (taken.length > 0) yield* q.dropSteering(id, taken)
+      if (taken.length > 0) yield* exec(q.dropSteering(id, taken))
       if (finish !== undefined) {
-        yield* sql`UPDATE runs SET status = ${finish.status}, stop_reason = ${finish.stopReason}, updated_at = ${now}
-          WHERE id = ${finish.runId}`
+        yield* exec(sql`UPDATE runs SET status = ${finish.status}, stop_reason = ${finish.stopReason}, updated_at = ${now}
+          WHERE id = ${finish.runId}`)
       }
       return rows
     })).pipe(retry, guard)

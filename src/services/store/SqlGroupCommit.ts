@@ -50,6 +50,8 @@ export interface GroupEngine {
   readonly transact: <A, E, R>(effect: Effect.Effect<A, E | SqlError, R>) => Effect.Effect<A, Exclude<E, SqlError> | StoreError, R>
   /** A failure that must undo the whole group for `transact` to try again, not only the streamed part. */
   readonly lostRace: (error: unknown) => boolean
+  /** The group's transaction (and a streamed part's savepoint inside it); by default `sql.withTransaction`. */
+  readonly transaction?: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | SqlError, R>
 }
 
 interface Pending {
@@ -102,6 +104,7 @@ const check = (group: ReadonlyArray<Pending>, rows: ReadonlyArray<RunRow>) => {
 export const makeGroupCommit = (engine: GroupEngine, single: Commit) =>
   Effect.gen(function*() {
     const { label, lostRace, sql, statements, transact } = engine
+    const transaction = engine.transaction ?? sql.withTransaction
     const queue = yield* Queue.unbounded<Pending | typeof STOP>()
 
     const alone = (pending: Pending) => Effect.exit(Effect.withClock(single(pending.write), pending.clock))
@@ -124,7 +127,7 @@ export const makeGroupCommit = (engine: GroupEngine, single: Commit) =>
         // A lone commit has no such company; its failure is its own already.
         const written = lone
           ? yield* write
-          : yield* sql.withTransaction(write).pipe(Effect.catchIf((e) => !lostRace(e), () => Effect.succeed({ accepted: [], alone: group })))
+          : yield* transaction(write).pipe(Effect.catchIf((e) => !lostRace(e), () => Effect.succeed({ accepted: [], alone: group })))
         for (const pending of written.accepted) outcomes.set(pending, Exit.succeed([]))
         // What did not check out runs on its own, to fail (or pass) exactly as it would alone.
         for (const pending of written.alone) outcomes.set(pending, yield* alone(pending))
@@ -138,7 +141,7 @@ export const makeGroupCommit = (engine: GroupEngine, single: Commit) =>
           return yield* Deferred.done(group[0]!.done, yield* alone(group[0]!))
         }
         const outcomes: Outcomes = new Map()
-        const transaction = Effect.gen(function*() {
+        const group_ = Effect.gen(function*() {
           outcomes.clear()
           let at = 0
           while (at < group.length) {
@@ -153,7 +156,7 @@ export const makeGroupCommit = (engine: GroupEngine, single: Commit) =>
             }
           }
         })
-        const exit = yield* Effect.exit(transact(sql.withTransaction(transaction)))
+        const exit = yield* Effect.exit(transact(transaction(group_)))
         for (const pending of group) {
           const own = outcomes.get(pending)
           // A transaction that failed as a whole undid every commit in it, whatever each one said.

@@ -1,5 +1,6 @@
 import type { SqlClient } from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
+import type { Statement } from "@effect/sql/Statement"
 import { Chunk, Clock, Effect, Either, Option, Stream } from "effect"
 import { InvalidInput, type StoreError } from "../../domain/Errors.js"
 import { ConversationId } from "../../domain/Ids.js"
@@ -47,6 +48,10 @@ export interface SqlEngine {
   readonly retry: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
   /** Several reads that must see one snapshot (a concurrent commit may not land between them). */
   readonly snapshot: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | SqlError, R>
+  /** Runs a hot path's statement (SQLite: on its connection at once); by default the statement itself. */
+  readonly exec?: <A>(statement: Statement<A>) => Effect.Effect<ReadonlyArray<A>, SqlError>
+  /** A hot path's write transaction; by default `sql.withTransaction`. */
+  readonly transaction?: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | SqlError, R>
 }
 
 export const makeSqlStore = (engine: SqlEngine) => {

@@ -1,6 +1,6 @@
-import type { SqlClient } from "@effect/sql/SqlClient"
 import { Effect } from "effect"
 import type { ChunkRow, GroupStatements, RunRow } from "../SqlGroupCommit.js"
+import type { SqliteSql } from "./Client.js"
 
 /**
  * The group commit's statements in SQLite's words (../SqlGroupCommit.ts): lists become `?` lists.
@@ -43,25 +43,26 @@ const placeholders = (rows: number, columns: number): string => {
   return text
 }
 
-export const sqliteGroupStatements = (sql: SqlClient): GroupStatements => ({
+/** Each statement runs on the connection at once (Client.ts's `exec`), inside the group's transaction. */
+export const sqliteGroupStatements = (sql: SqliteSql): GroupStatements => ({
   // One writer holds the whole file: the UPDATE takes the write lock before anything is read.
   lockRuns: (ids, now) =>
     Effect.map(
       Effect.forEach(pieces(ids), (piece) => {
         const list = padded(piece)
-        return sql.unsafe<RunRow>(`UPDATE runs SET updated_at = ? WHERE id IN ${placeholders(1, list.length)} RETURNING id, conversation_id, last_seq`, [now, ...list])
+        return sql.exec(sql.unsafe<RunRow>(`UPDATE runs SET updated_at = ? WHERE id IN ${placeholders(1, list.length)} RETURNING id, conversation_id, last_seq`, [now, ...list]))
       }),
       (rows) => rows.flat()
     ),
   insertChunks: (rows: ReadonlyArray<ChunkRow>) =>
     Effect.forEach(pieces(rows), (piece) =>
-      sql.unsafe(`INSERT INTO chunks (run_id, seq, body) VALUES ${placeholders(piece.length, 3)}`, piece.flatMap((c) => [c.run_id, c.seq, c.body])), { discard: true }),
+      sql.exec(sql.unsafe(`INSERT INTO chunks (run_id, seq, body) VALUES ${placeholders(piece.length, 3)}`, piece.flatMap((c) => [c.run_id, c.seq, c.body]))), { discard: true }),
   setLastSeqs: (runs) =>
     Effect.forEach(pieces(runs), (piece) => {
       const list = padded(piece)
-      return sql.unsafe(
+      return sql.exec(sql.unsafe(
         `UPDATE runs SET last_seq = v.column2 FROM (VALUES ${placeholders(list.length, 2)}) AS v WHERE runs.id = v.column1`,
         list.flatMap(([id, last]) => [id, last])
-      )
+      ))
     }, { discard: true })
 })

@@ -1,10 +1,10 @@
 import * as Reactivity from "@effect/experimental/Reactivity"
 import { SqlClient } from "@effect/sql/SqlClient"
-import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
 import { Effect, type Scope } from "effect"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { StoreError } from "../../../domain/Errors.js"
+import { makeSqliteClient, type SqliteSql } from "./Client.js"
 import { classify, corruptError, guard, newerSchemaError, openFailure, readOnlyError } from "./Failures.js"
 import { HEADER_SIZE, parseHeader, type SqliteHeader } from "./Header.js"
 import { APPLICATION_ID, migrate, MIGRATIONS_TABLE, SCHEMA_VERSION } from "./Schema.js"
@@ -82,7 +82,7 @@ const judge = (path: string, id: Identity): Effect.Effect<{ readonly fresh: bool
 }
 
 const connect = (path: string) =>
-  SqliteClient.make({ filename: path }).pipe(Effect.provide(Reactivity.layer), openFailure(path))
+  makeSqliteClient(path).pipe(Effect.provide(Reactivity.layer), openFailure(path))
 
 /** The same judgement from inside SQLite, which also sees what is still in the WAL. */
 const inspect = (sql: SqlClient, path: string) =>
@@ -103,7 +103,7 @@ const inspect = (sql: SqlClient, path: string) =>
  * Opens the store file: one connection (WAL), explicit synchronous and busy timeout, foreign keys,
  * then the missing migrations. Every failure is a StoreError naming the path.
  */
-export const openDatabase = (options: OpenOptions): Effect.Effect<SqlClient, StoreError, Scope.Scope> =>
+export const openDatabase = (options: OpenOptions): Effect.Effect<SqliteSql, StoreError, Scope.Scope> =>
   Effect.gen(function*() {
     const path = Path.resolve(options.filename)
     const header = yield* prepareFile(path)

@@ -1,9 +1,9 @@
-import type { SqlClient } from "@effect/sql/SqlClient"
 import { Effect } from "effect"
 import { Store } from "../../Store.js"
 import { makeQueries, type SqlDialect } from "../SqlQueries.js"
 import { makeSqlStore } from "../SqlStore.js"
 import { makeGroupCommit } from "../SqlGroupCommit.js"
+import type { SqliteSql } from "./Client.js"
 import { corruptError, guard, isTransientBusy, retryBusy } from "./Failures.js"
 import { sqliteGroupStatements } from "./GroupCommit.js"
 
@@ -25,10 +25,10 @@ const dialect: SqlDialect = {
   otidOfBody: "json_extract(body, '$.otid')"
 }
 
-export const sqliteQueries = (sql: SqlClient) => makeQueries(sql, dialect)
+export const sqliteQueries = (sql: SqliteSql) => makeQueries(sql, dialect)
 
 /** The Store over one SQLite connection; `path` names the file in every error. Its group-commit writer lives in the scope. */
-export const makeSqliteStore = (sql: SqlClient, path: string) =>
+export const makeSqliteStore = (sql: SqliteSql, path: string) =>
   Effect.gen(function*() {
     const store = makeSqlStore({
       sql,
@@ -36,7 +36,9 @@ export const makeSqliteStore = (sql: SqlClient, path: string) =>
       source: { label: path, corrupt: (what) => corruptError(path, what) },
       guard: guard(path),
       retry: retryBusy,
-      snapshot: (effect) => sql.withTransaction(effect)
+      snapshot: (effect) => sql.withTransaction(effect),
+      exec: sql.exec,
+      transaction: sql.transaction
     })
     // One connection serialises every write anyway: let the writes that wait together share a transaction.
     const commit = yield* makeGroupCommit({
@@ -44,7 +46,8 @@ export const makeSqliteStore = (sql: SqlClient, path: string) =>
       label: path,
       statements: sqliteGroupStatements(sql),
       transact: (effect) => effect.pipe(retryBusy, guard(path)),
-      lostRace: isTransientBusy
+      lostRace: isTransientBusy,
+      transaction: sql.transaction
     }, store.commit)
     return Store.of({ ...store, commit })
   })

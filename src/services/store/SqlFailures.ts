@@ -53,6 +53,18 @@ const LOST_RACE = new StoreBusy({ message: "the transaction lost a race with ano
 // Any other failure is not the policy's to retry: it is terminal there, and passes through as it was.
 const NOT_A_RACE = new StoreError({ reason: "io", message: "not a lost race" })
 
-/** Retries `effect` while it fails with what `lostRace` recognises, as the policy's `store_busy` budget allows. */
+/**
+ * Retries `effect` while it fails with what `lostRace` recognises, as the policy's `store_busy` budget
+ * allows. The schedule is started only by a lost race, so a write that passes (nearly all) pays
+ * nothing for it; the policy still sees every failure, the first one included, in order.
+ */
 export const retryLostRaces = (lostRace: (error: unknown) => boolean) => <A, E, R>(effect: Effect.Effect<A, E, R>) =>
-  Effect.retry(effect, Schedule.mapInput(busyPolicy, (e: E): Failure => (lostRace(e) ? LOST_RACE : NOT_A_RACE)))
+  Effect.catchIf(effect, lostRace, (first) => {
+    let replayed = false
+    const again = Effect.suspend(() => {
+      if (replayed) return effect
+      replayed = true
+      return Effect.fail(first as E)
+    })
+    return Effect.retry(again, Schedule.mapInput(busyPolicy, (e: E): Failure => (lostRace(e) ? LOST_RACE : NOT_A_RACE)))
+  })

@@ -3,6 +3,7 @@ import type { ConversationId } from "../../domain/Ids.js"
 import type { UserMessage } from "../../domain/Messages.js"
 import { UsagePurpose, type UsageRecord } from "../../domain/Usage.js"
 import { conversationNotFound, decodeEvent, encodeEventText } from "./Codec.js"
+import { hotPath } from "./SqlCommit.js"
 import type { SqlEngine } from "./SqlStore.js"
 import { decodeRows } from "./SqlRows.js"
 
@@ -27,8 +28,9 @@ const UsageRow = Schema.Struct({
 
 export const makeSqlLedger = (engine: SqlEngine) => {
   const { guard: run, source, sql } = engine
+  const { exec } = hotPath(engine)
   const exists = (id: ConversationId) =>
-    Effect.flatMap(sql<{ readonly id: string }>`SELECT id FROM conversations WHERE id = ${id}`, (rows) =>
+    Effect.flatMap(exec(sql<{ readonly id: string }>`SELECT id FROM conversations WHERE id = ${id}`), (rows) =>
       rows.length === 0 ? Effect.fail(conversationNotFound(id)) : Effect.void)
 
   const messages = (rows: ReadonlyArray<{ readonly id: number; readonly body: string }>) =>
@@ -45,7 +47,7 @@ export const makeSqlLedger = (engine: SqlEngine) => {
     }),
     heldSteering: Effect.fn("Store.heldSteering")(function*(id: ConversationId) {
       // Held steering belongs to an existing conversation (a foreign key): only none asks whether it is there.
-      const rows = yield* sql`SELECT id, body FROM steering WHERE conversation_id = ${id} ORDER BY id`.pipe(
+      const rows = yield* exec(sql`SELECT id, body FROM steering WHERE conversation_id = ${id} ORDER BY id`).pipe(
         Effect.flatMap((held) => (held.length > 0 ? Effect.succeed(held) : Effect.as(exists(id), held))),
         run,
         Effect.flatMap(decodeRows(SteeringRow, source))
@@ -60,9 +62,9 @@ export const makeSqlLedger = (engine: SqlEngine) => {
       return yield* messages(rows)
     }),
     recordUsage: Effect.fn("Store.recordUsage")(function*(r: UsageRecord) {
-      yield* sql`INSERT INTO usage (conversation_id, run_id, purpose, model, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, created_at)
+      yield* exec(sql`INSERT INTO usage (conversation_id, run_id, purpose, model, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, created_at)
         VALUES (${r.conversation_id}, ${r.run_id ?? null}, ${r.purpose}, ${r.model}, ${r.input_tokens}, ${r.output_tokens},
-          ${r.cache_read_tokens}, ${r.cache_write_tokens}, ${r.created_at})`.pipe(run)
+          ${r.cache_read_tokens}, ${r.cache_write_tokens}, ${r.created_at})`).pipe(run)
     }),
     usage: Effect.fn("Store.usage")(function*(query?: { readonly conversationId?: ConversationId; readonly since?: number }) {
       const since = query?.since ?? 0

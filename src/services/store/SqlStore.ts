@@ -24,7 +24,7 @@ import {
   runNotFound
 } from "./Codec.js"
 import { Store } from "../Store.js"
-import { makeCommit } from "./SqlCommit.js"
+import { hotPath, makeCommit } from "./SqlCommit.js"
 import { makeSqlLedger } from "./SqlLedger.js"
 import type { Queries } from "./SqlQueries.js"
 import { ChunkRow, ConversationRow, decodeRows, type RowSource, SegmentRow, toConversation, toRuns, toStoredItems } from "./SqlRows.js"
@@ -56,13 +56,14 @@ export interface SqlEngine {
 
 export const makeSqlStore = (engine: SqlEngine) => {
   const { guard: run, q, retry, snapshot, source, sql } = engine
+  const { exec, transaction } = hotPath(engine)
   const items = toStoredItems(source)
   const conversations = (rows: ReadonlyArray<unknown>) =>
     Effect.flatMap(decodeRows(ConversationRow, source)(rows), Effect.forEach(toConversation(source)))
   const runs = toRuns(source)
 
   const segmentOf = (id: ConversationId) =>
-    Effect.flatMap(q.conversationHead(id).pipe(Effect.flatMap(decodeRows(SegmentRow, source))), ([head]) =>
+    Effect.flatMap(exec(q.conversationHead(id)).pipe(Effect.flatMap(decodeRows(SegmentRow, source))), ([head]) =>
       head === undefined ? Effect.fail(conversationNotFound(id)) : Effect.succeed(head.segment))
 
   /**
@@ -73,7 +74,7 @@ export const makeSqlStore = (engine: SqlEngine) => {
     Effect.flatMap(read, (rows) => (rows.length > 0 ? Effect.succeed(rows) : Effect.as(segmentOf(id), rows)))
 
   const getConversation = (id: ConversationId) =>
-    q.conversation(id).pipe(
+    exec(q.conversation(id)).pipe(
       Effect.flatMap(conversations),
       Effect.flatMap(([c]) => (c === undefined ? Effect.fail(conversationNotFound(id)) : Effect.succeed(c))),
       run
@@ -143,8 +144,8 @@ export const makeSqlStore = (engine: SqlEngine) => {
       const rows = yield* rowsOf(
         id,
         query?.after !== undefined
-          ? q.itemsAfter(id, query.after, before, limit)
-          : Effect.map(q.itemsBefore(id, before, limit), (r) => [...r].reverse())
+          ? exec(q.itemsAfter(id, query.after, before, limit))
+          : Effect.map(exec(q.itemsBefore(id, before, limit)), (r) => [...r].reverse())
       ).pipe(run)
       return yield* items(rows)
     }),
@@ -179,7 +180,7 @@ export const makeSqlStore = (engine: SqlEngine) => {
     }),
 
     pendingApprovals: Effect.fn("Store.pendingApprovals")(function*(id) {
-      const rows = yield* rowsOf(id, q.openCallItems(id)).pipe(run)
+      const rows = yield* rowsOf(id, exec(q.openCallItems(id))).pipe(run)
       const calls = yield* items(rows)
       return calls.flatMap((s): Array<ToolCall> => (s.item.type === "tool_call" ? [s.item] : []))
     }),
@@ -195,18 +196,18 @@ export const makeSqlStore = (engine: SqlEngine) => {
       const runId = yield* newId("run")
       const now = yield* Clock.currentTimeMillis
       const owner = options?.owner ?? null
-      return yield* sql.withTransaction(Effect.gen(function*() {
+      return yield* transaction(Effect.gen(function*() {
         // Holding the conversation's row (PostgreSQL; SQLite's transaction holds the whole file once
         // it writes), the checks below and the insert see every run another process started.
-        const [conversation] = yield* q.lockConversation(id)
+        const [conversation] = yield* exec(q.lockConversation(id))
         if (conversation === undefined) return yield* conversationNotFound(id)
         // The otid decides first: a repeated otid returns its run, running or not.
-        const [existing] = yield* Effect.flatMap(q.runByOtid(id, otid), runs)
+        const [existing] = yield* Effect.flatMap(exec(q.runByOtid(id, otid)), runs)
         if (existing !== undefined) return { run: existing, created: false }
-        const [active] = yield* Effect.flatMap(q.activeRun(id), runs)
+        const [active] = yield* Effect.flatMap(exec(q.activeRun(id)), runs)
         if (active !== undefined) return yield* busyConflict(id, active)
         // The database refuses a second running run itself (runs_running, a partial unique index).
-        yield* sql`INSERT INTO runs ${
+        yield* exec(sql`INSERT INTO runs ${
           sql.insert({
             id: runId,
             conversation_id: id,
@@ -218,8 +219,8 @@ export const makeSqlStore = (engine: SqlEngine) => {
             created_at: now,
             updated_at: now
           })
-        }`
-        const [found] = yield* Effect.flatMap(q.runById(runId), runs)
+        }`)
+        const [found] = yield* Effect.flatMap(exec(q.runById(runId)), runs)
         return { run: found!, created: true }
       })).pipe(retry, run)
     }),
@@ -230,9 +231,9 @@ export const makeSqlStore = (engine: SqlEngine) => {
       return found
     }),
 
-    runByOtid: (id, otid) => q.runByOtid(id, otid).pipe(run, Effect.flatMap(runs), Effect.map((r) => Option.fromNullable(r[0]))),
+    runByOtid: (id, otid) => exec(q.runByOtid(id, otid)).pipe(run, Effect.flatMap(runs), Effect.map((r) => Option.fromNullable(r[0]))),
 
-    activeRun: (id) => q.activeRun(id).pipe(run, Effect.flatMap(runs), Effect.map((r) => Option.fromNullable(r[0]))),
+    activeRun: (id) => exec(q.activeRun(id)).pipe(run, Effect.flatMap(runs), Effect.map((r) => Option.fromNullable(r[0]))),
 
     claimRun: (id, owner) => q.claimRun(id, owner).pipe(run, Effect.asVoid),
 

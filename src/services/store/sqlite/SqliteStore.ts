@@ -36,7 +36,7 @@ export const makeSqliteStore = (sql: SqliteSql, path: string) =>
       source: { label: path, corrupt: (what) => corruptError(path, what) },
       guard: guard(path),
       retry: retryBusy,
-      snapshot: (effect) => sql.withTransaction(effect),
+      snapshot: sql.transaction,
       exec: sql.exec,
       transaction: sql.transaction
     })

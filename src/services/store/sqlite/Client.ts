@@ -24,6 +24,8 @@ export interface SqliteSql extends Client.SqlClient {
   readonly exec: <A>(statement: Statement.Statement<A>) => Effect.Effect<ReadonlyArray<A>, SqlError>
   /** Like `withTransaction`, without a span or a scope: the store's commits run in it. */
   readonly transaction: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | SqlError, R>
+  /** Statements run on the connection so far (BEGIN and COMMIT included), whichever path ran them. */
+  readonly statements: () => number
 }
 
 /** Distinct statement texts kept prepared; the store uses a few dozen (group sizes are powers of two). */
@@ -41,6 +43,7 @@ export const makeSqliteClient = (
     )
     db.pragma("journal_mode = WAL")
 
+    let statements = 0
     const prepared = new Map<string, Sqlite.Statement>()
     const prepare = (text: string): Sqlite.Statement => {
       let statement = prepared.get(text)
@@ -52,6 +55,7 @@ export const makeSqliteClient = (
       return statement
     }
     const runNow = (statement: Sqlite.Statement, params: ReadonlyArray<unknown>): ReadonlyArray<any> => {
+      statements++
       if (statement.reader) return statement.all(...params)
       statement.run(...params)
       return []
@@ -67,6 +71,7 @@ export const makeSqliteClient = (
       executeValues: (text, params) =>
         Effect.try({
           try: () => {
+            statements++
             const statement = prepare(text)
             if (!statement.reader) return (statement.run(...params), [])
             try {
@@ -157,5 +162,5 @@ export const makeSqliteClient = (
         })
       )
 
-    return Object.assign(sql, { exec, transaction })
+    return Object.assign(sql, { exec, transaction, statements: () => statements })
   })

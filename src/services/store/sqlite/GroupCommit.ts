@@ -30,6 +30,12 @@ const pieces = <A>(xs: ReadonlyArray<A>): ReadonlyArray<ReadonlyArray<A>> => {
   return out
 }
 
+/** One statement per piece; nearly always a single piece, run without a loop around it. */
+const perPiece = <A, B, E>(xs: ReadonlyArray<A>, f: (piece: ReadonlyArray<A>) => Effect.Effect<ReadonlyArray<B>, E>) => {
+  const all = pieces(xs)
+  return all.length === 1 ? f(all[0]!) : Effect.map(Effect.forEach(all, f), (rows) => rows.flat())
+}
+
 const texts = new Map<string, string>()
 
 /** `(?, ?), (?, ?), …`, made once per shape. */
@@ -47,22 +53,19 @@ const placeholders = (rows: number, columns: number): string => {
 export const sqliteGroupStatements = (sql: SqliteSql): GroupStatements => ({
   // One writer holds the whole file: the UPDATE takes the write lock before anything is read.
   lockRuns: (ids, now) =>
-    Effect.map(
-      Effect.forEach(pieces(ids), (piece) => {
-        const list = padded(piece)
-        return sql.exec(sql.unsafe<RunRow>(`UPDATE runs SET updated_at = ? WHERE id IN ${placeholders(1, list.length)} RETURNING id, conversation_id, last_seq`, [now, ...list]))
-      }),
-      (rows) => rows.flat()
-    ),
+    perPiece(ids, (piece) => {
+      const list = padded(piece)
+      return sql.exec(sql.unsafe<RunRow>(`UPDATE runs SET updated_at = ? WHERE id IN ${placeholders(1, list.length)} RETURNING id, conversation_id, last_seq`, [now, ...list]))
+    }),
   insertChunks: (rows: ReadonlyArray<ChunkRow>) =>
-    Effect.forEach(pieces(rows), (piece) =>
-      sql.exec(sql.unsafe(`INSERT INTO chunks (run_id, seq, body) VALUES ${placeholders(piece.length, 3)}`, piece.flatMap((c) => [c.run_id, c.seq, c.body]))), { discard: true }),
+    Effect.asVoid(perPiece(rows, (piece) =>
+      sql.exec(sql.unsafe(`INSERT INTO chunks (run_id, seq, body) VALUES ${placeholders(piece.length, 3)}`, piece.flatMap((c) => [c.run_id, c.seq, c.body]))))),
   setLastSeqs: (runs) =>
-    Effect.forEach(pieces(runs), (piece) => {
+    Effect.asVoid(perPiece(runs, (piece) => {
       const list = padded(piece)
       return sql.exec(sql.unsafe(
         `UPDATE runs SET last_seq = v.column2 FROM (VALUES ${placeholders(list.length, 2)}) AS v WHERE runs.id = v.column1`,
         list.flatMap(([id, last]) => [id, last])
       ))
-    }, { discard: true })
+    }))
 })

@@ -42,6 +42,8 @@ onPostgres("StorePg indexes", () =>
         ["items before", q.itemsBefore("conv-7", 1001, 50), ["items_position"]],
         ["item by id", q.itemById("msg-7-10"), ["items_id"]],
         ["active run", q.activeRun("conv-7"), ["runs_running"]],
+        ["run by otid or active", q.runByOtidOrActive("conv-7", "otid-3"), ["runs_otid", "runs_running"]],
+        ["held steering", q.heldSteering("conv-7"), ["steering_conversation"]],
         // by id or by conversation: either index finds a handful of rows
         ["run seqs", q.runSeqs("conv-7", ["run-7-1", "run-7-2"]), []],
         ["conversation page", q.conversationsPage({ updatedAt: 15, touched: 15 }, 3), ["conversations_recent"]],

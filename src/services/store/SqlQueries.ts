@@ -90,11 +90,9 @@ export const makeQueries = (sql: SqlClient, dialect: SqlDialect) => {
       sql`UPDATE conversations SET last_position = last_position WHERE id = ${id} RETURNING last_position, segment`,
 
     // items_position
-    // From the conversation's row: none at all means no such conversation, one of NULLs no items (one statement either way).
     itemsAfter: (id: string, after: number, before: number, limit: number) =>
-      sql`SELECT ${joined} FROM conversations c LEFT JOIN items i ${by("items_position")}
-            ON i.conversation_id = c.id AND i.position > ${after} AND i.position < ${before}
-          WHERE c.id = ${id} ORDER BY i.position LIMIT ${limit}`,
+      sql`SELECT ${item} FROM items WHERE conversation_id = ${id} AND position > ${after} AND position < ${before}
+          ORDER BY position LIMIT ${limit}`,
     itemsBefore: (id: string, before: number, limit: number) =>
       sql`SELECT ${item} FROM items WHERE conversation_id = ${id} AND position < ${before}
           ORDER BY position DESC LIMIT ${limit}`,
@@ -114,13 +112,14 @@ export const makeQueries = (sql: SqlClient, dialect: SqlDialect) => {
       sql<{ readonly body: string }>`SELECT body FROM items ${by("items_trace")}
           WHERE conversation_id = ${id} AND segment = ${segment} AND in_trace = 1 ORDER BY position`,
     // open_calls primary key, then items_position per call
-    // From the conversation's row, as itemsAfter.
+    // From the conversation's row: none at all means no such conversation, one of NULLs no open calls
+    // (one statement either way; PostgreSQL sorts the few open calls of a turn after the join).
     openCallItems: (id: string) =>
       sql`SELECT ${joined}
           FROM conversations c LEFT JOIN open_calls o ON o.conversation_id = c.id
             LEFT JOIN items i ${by("items_position")} ON i.conversation_id = o.conversation_id AND i.position = o.position
           WHERE c.id = ${id} ORDER BY o.position`,
-    // steering_conversation, from the conversation's row, as itemsAfter
+    // steering_conversation, from the conversation's row, as openCallItems
     heldSteering: (id: string) =>
       sql`SELECT s.id, s.body FROM conversations c LEFT JOIN steering s ON s.conversation_id = c.id
           WHERE c.id = ${id} ORDER BY s.id`,

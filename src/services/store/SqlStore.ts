@@ -141,9 +141,12 @@ export const makeSqlStore = (engine: SqlEngine) => {
     listItems: Effect.fn("Store.listItems")(function*(id, query) {
       const limit = clampLimit(query?.limit, 100, 1000)
       const before = query?.before ?? Number.MAX_SAFE_INTEGER
-      const rows = yield* (query?.after !== undefined
-        ? joinedRows(id, q.itemsAfter(id, query.after, before, limit))
-        : rowsOf(id, Effect.map(q.itemsBefore(id, before, limit), (r) => [...r].reverse()))).pipe(run)
+      const rows = yield* rowsOf(
+        id,
+        query?.after !== undefined
+          ? q.itemsAfter(id, query.after, before, limit)
+          : Effect.map(q.itemsBefore(id, before, limit), (r) => [...r].reverse())
+      ).pipe(run)
       return yield* items(rows)
     }),
 

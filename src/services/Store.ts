@@ -24,6 +24,12 @@ export interface CreateConversationOptions {
   readonly forked_from?: ForkLink
 }
 
+/**
+ * What a run records as it is created (a turn's input), in the same transaction: a repeated otid
+ * or a busy conversation records nothing, and a run whose input cannot be recorded is not created.
+ */
+export type RunInput = Pick<Write, "items" | "expectOpen" | "takesSteering">
+
 export class Store extends Context.Tag("baton/Store")<Store, {
   readonly createConversation: (
     settings: ConversationSettingsInput,
@@ -73,14 +79,15 @@ export class Store extends Context.Tag("baton/Store")<Store, {
   /**
    * Creates a run for this otid, or returns the one it already started (`created: false`).
    * A conversation has at most one running run: another one fails with Conflict, also across
-   * processes sharing the store (the file, or the database).
+   * processes sharing the store (the file, or the database). `input`, given the new run, says what
+   * it records with it (one transaction: a send costs one commit, not three checks and two commits).
    */
   readonly createRun: (
     id: ConversationId,
     otid: Otid,
     kind: RunKind,
-    options?: { readonly owner?: string }
-  ) => Effect.Effect<{ readonly run: Run; readonly created: boolean }, NotFound | StoreError | Conflict>
+    options?: { readonly owner?: string; readonly input?: (run: Run) => RunInput }
+  ) => Effect.Effect<{ readonly run: Run; readonly created: boolean }, NotFound | StoreError | Conflict | ToolCallAnswered>
   readonly getRun: (id: RunId) => Effect.Effect<Run, NotFound | StoreError>
   readonly runByOtid: (id: ConversationId, otid: Otid) => Effect.Effect<Option.Option<Run>, StoreError>
   readonly activeRun: (id: ConversationId) => Effect.Effect<Option.Option<Run>, StoreError>

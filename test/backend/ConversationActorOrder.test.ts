@@ -49,14 +49,14 @@ const watchedStore = (overlaps: Ref.Ref<ReadonlyArray<string>>) =>
         activeRun: (id) => roundTrip(store.activeRun(id)),
         commit: (write) => roundTrip(store.commit(write)),
         queueSteering: (id, message) => roundTrip(store.queueSteering(id, message)),
+        // A send asks createRun itself whether the conversation is free: a run it creates while another is active is the overlap.
+        // The active run is read in the same step as the creation (no yield between them).
         createRun: (id, otid, kind, options) =>
-          Effect.zipRight(
-            Effect.flatMap(store.activeRun(id), Option.match({
-              onNone: () => Effect.void,
-              onSome: (run) => Ref.update(overlaps, (all) => [...all, `${id}: ${kind} created while ${run.id} was active`])
-            })),
-            roundTrip(store.createRun(id, otid, kind, options))
-          )
+          roundTrip(Effect.flatMap(store.activeRun(id), (active) =>
+            Effect.tap(store.createRun(id, otid, kind, options), ({ created, run }) =>
+              created && Option.isSome(active)
+                ? Ref.update(overlaps, (all) => [...all, `${id}: ${kind} ${run.id} created while ${active.value.id} was active`])
+                : Effect.void)))
       }))
   ).pipe(Layer.provide(layerMemory))
 

@@ -1,5 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Context, Effect, Layer, Stream } from "effect"
+import { createRequire } from "node:module"
 import * as Path from "node:path"
 import type { NewItem } from "../../src/domain/History.js"
 import { type ConversationId, Otid } from "../../src/domain/Ids.js"
@@ -49,6 +50,10 @@ const countingStore = (filename: string, tally: Tally) =>
     })
   })).pipe(Layer.provide(layerSqlite({ filename })))
 
+/** better-sqlite3's Database, as far as counting its statements needs it (the package has no types here). */
+type Prepare = (this: unknown, source: string) => Record<string, unknown>
+const Database = createRequire(import.meta.url)("better-sqlite3") as { prototype: { prepare: Prepare } }
+
 /** `pairs` user/assistant exchanges recorded as history, as earlier turns would have left them. */
 const history = (pairs: number): ReadonlyArray<NewItem> =>
   Array.from({ length: pairs }, (_, i): ReadonlyArray<NewItem> => [
@@ -91,5 +96,44 @@ describe("the cost of a send", () => {
       // What a send reads is what it added: its input, the model's answer, its run's events.
       assert.isAtMost(short.items, 20)
       assert.strictEqual((yield* model.requests).length, 4)
+    }))
+
+  it.scoped("a send makes 33 SQL statements at most on SQLite (4 transactions): each check is folded into a statement that needs it", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      const model = yield* MockModelServer.make({ respond: () => MockModelServer.Reply.text("ok") })
+      // Every statement better-sqlite3 runs, counted where it runs (prepared ones at each call).
+      const statements: Array<string> = []
+      const prepare = Database.prototype.prepare
+      yield* Effect.acquireRelease(
+        Effect.sync(() => {
+          Database.prototype.prepare = function(this: unknown, source: string) {
+            const statement = prepare.call(this, source)
+            for (const method of ["run", "all", "get", "iterate"] as const) {
+              const call = statement[method] as (...args: Array<unknown>) => unknown
+              Object.defineProperty(statement, method, {
+                value: (...args: Array<unknown>) => (statements.push(source), call.apply(statement, args))
+              })
+            }
+            return statement
+          }
+        }),
+        () => Effect.sync(() => (Database.prototype.prepare = prepare))
+      )
+      const provider = Layer.effect(Provider, liveProvider("openai-chat", settings(model.baseUrl("openai-chat"))))
+      const context = yield* Layer.build(
+        layerLocal().pipe(Layer.provideMerge(layerSqlite({ filename: Path.join(dir, "baton.db") })), Layer.provide(provider))
+      )
+      const backend = Context.get(context, Backend)
+      const conversation = yield* backend.createConversation({})
+      const send = (otid: string) =>
+        Stream.runCollect(backend.send(conversation.id, { messages: [{ type: "user_message", content: "hi", otid: Otid.make(otid) }] }))
+      yield* send("first")
+      statements.length = 0
+      const chunks = yield* send("second")
+      assert.strictEqual([...chunks].at(-1)?.type, "stop_reason")
+      const begins = statements.filter((s) => /^\s*BEGIN/i.test(s)).length
+      assert.isAtMost(statements.length, 33, statements.join("\n"))
+      assert.isAtMost(begins, 4, statements.join("\n"))
     }))
 })

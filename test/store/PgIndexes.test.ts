@@ -42,6 +42,9 @@ onPostgres("StorePg indexes", () =>
         ["items before", q.itemsBefore("conv-7", 1001, 50), ["items_position"]],
         ["item by id", q.itemById("msg-7-10"), ["items_id"]],
         ["active run", q.activeRun("conv-7"), ["runs_running"]],
+        ["run by otid or active", q.runByOtidOrActive("conv-7", "otid-3"), ["runs_otid", "runs_running"]],
+        // no steering is held here: the planner may read either index
+        ["held steering", q.heldSteering("conv-7"), []],
         // by id or by conversation: either index finds a handful of rows
         ["run seqs", q.runSeqs("conv-7", ["run-7-1", "run-7-2"]), []],
         ["conversation page", q.conversationsPage({ updatedAt: 15, touched: 15 }, 3), ["conversations_recent"]],
@@ -58,7 +61,9 @@ onPostgres("StorePg indexes", () =>
           const plan = yield* sql.unsafe<{ readonly "QUERY PLAN": string }>(`EXPLAIN ${text}`, params)
           const lines = plan.map((row) => row["QUERY PLAN"]).join(" | ")
           assert.notMatch(lines, /Seq Scan/, `${name}: ${lines}`)
-          assert.notMatch(lines, /\bSort\b/, `${name} sorts: ${lines}`)
+          // Read from the conversation's row (one statement answers "no such conversation" too): the
+          // open calls of a turn, or its held steering, are a few rows, sorted after the join.
+          if (name !== "pending approvals" && name !== "held steering") assert.notMatch(lines, /\bSort\b/, `${name} sorts: ${lines}`)
           for (const index of indexes) assert.include(lines, ` ${index}`, `${name} uses ${index}: ${lines}`)
         }
       }))

@@ -24,6 +24,8 @@ describe("StoreSqlite indexes", () => {
         ["items before", q.itemsBefore("conv-1", 100, 50), ["items_position"]],
         ["item by id", q.itemById("msg-1"), ["items_id"]],
         ["active run", q.activeRun("conv-1"), ["runs_running"]],
+        ["run by otid or active", q.runByOtidOrActive("conv-1", "otid-1"), ["runs_otid", "runs_running"]],
+        ["held steering", q.heldSteering("conv-1"), ["steering_conversation"]],
         ["run seqs", q.runSeqs("conv-1", ["run-1", "run-2"]), ["sqlite_autoindex_runs_1"]],
         ["results of calls", q.toolReturns("conv-1", ["call-1", "call-2"]), ["items_tool_return"]],
         ["open calls among", q.openCallIds("conv-1", ["call-1"]), ["PRIMARY KEY"]],
@@ -44,7 +46,7 @@ describe("StoreSqlite indexes", () => {
           assert.isTrue(accesses.some((a) => a.includes(index)), `${name} uses ${index}: ${details.join(" | ")}`)
         }
         // The results of a few calls are a few rows: ordering them needs no index of its own.
-        if (name !== "active run" && name !== "results of calls") {
+        if (name !== "active run" && name !== "run by otid or active" && name !== "results of calls") {
           assert.isFalse(details.some((d) => d.includes("TEMP B-TREE")), `${name} sorts in a temp b-tree: ${details.join(" | ")}`)
         }
       }

@@ -81,21 +81,13 @@ export const makeAdmissions = Effect.fn("Admission.make")(function*(options: {
       yield* Deferred.succeed(go, undefined)
     })
 
-  /** The run this request already started (its otid), else — the conversation being free — a new one. */
-  const startJob = <E>(
-    id: ConversationId,
-    kind: Job["kind"],
-    admit: { readonly existing?: Effect.Effect<Option.Option<RunId>, E>; readonly create: Effect.Effect<{ readonly runId: RunId; readonly lastSeq: number }, E> },
-    body: JobBody,
-    host: Host
-  ) =>
+  /** A compaction, the conversation being free (a turn's run checks that in its own createRun). */
+  const startJob = (id: ConversationId, create: Effect.Effect<{ readonly runId: RunId; readonly lastSeq: number }, BackendError>, body: JobBody, host: Host) =>
     Effect.gen(function*() {
-      const existing = admit.existing !== undefined ? yield* admit.existing : Option.none<RunId>()
-      if (Option.isSome(existing)) return existing.value
       const active = yield* activeJob(id)
       if (Option.isSome(active)) return yield* busyWith(id, active.value.runId, active.value.activity)
-      const created = yield* admit.create
-      yield* launch(id, kind, created, body, host)
+      const created = yield* create
+      yield* launch(id, "compaction", created, body, host)
       return created.runId
     })
 
@@ -118,27 +110,43 @@ export const makeAdmissions = Effect.fn("Admission.make")(function*(options: {
     const otid = input.retry ?? input.messages[0]?.otid
     if (otid === undefined) return yield* new InvalidInput({ message: "a run needs at least one input message (or `retry` after an auth or error stop)" })
     const conversation = yield* store.getConversation(id)
-    const create = Effect.gen(function*() {
+    const plan = Effect.gen(function*() {
       const turn = yield* openTurn(store, id)
       const given = input.messages.flatMap((m) => (m.type === "tool_return" ? [m.tool_call_id] : []))
       const returns = given.length === 0 ? turn.returns : yield* store.toolReturns(id, [...turn.pending.map((c) => c.tool_call_id), ...given])
       const plan = yield* Either.match(planInput(id, input.messages, turn.pending, returns, rerun), { onLeft: Effect.fail, onRight: Effect.succeed })
       // After the plan: pending calls refuse a retry with ApprovalPending, which says what to do.
       if (rerun) yield* checkRerun(store, id)
-      const { run } = yield* store.createRun(id, otid, "turn", { owner: options.owner })
-      const events: ReadonlyArray<NewItem> = (input.events ?? []).map((item) => ({ item: { ...item, run_id: run.id } }))
-      yield* store.commit({
-        conversationId: id,
-        items: [...events, ...plan.items.map((n): NewItem => ({ ...n, item: { ...n.item, run_id: run.id } }))],
-        expectOpen: plan.answers,
+      return plan
+    })
+    const planned = yield* Effect.either(plan)
+    if (Either.isLeft(planned)) {
+      // The store's checks come first when the input is good (createRun makes them); an input that is
+      // not gets them here, so a repeated otid still answers with its run and a busy conversation
+      // with Conflict, whatever the input says.
+      const existing = yield* store.runByOtid(id, otid)
+      if (Option.isSome(existing)) return existing.value.id
+      const active = yield* activeJob(id)
+      if (Option.isSome(active)) return yield* busyWith(id, active.value.runId, active.value.activity)
+      return yield* Effect.fail(planned.left)
+    }
+    const { answers, items } = planned.right
+    const { created, run } = yield* store.createRun(id, otid, "turn", {
+      owner: options.owner,
+      // Two sends of one otid, even concurrent, share one run: the second finds it in its own turn.
+      input: (run) => ({
+        items: [
+          ...(input.events ?? []).map((item): NewItem => ({ item: { ...item, run_id: run.id } })),
+          ...items.map((n): NewItem => ({ ...n, item: { ...n.item, run_id: run.id } }))
+        ],
+        expectOpen: answers,
         // A client that continues its task with held steering sends it as input: recording it takes it.
         takesSteering: input.messages.flatMap((m) => (m.type === "user_message" && isSteeringOtid(m.otid) ? [m.otid] : []))
-      }).pipe(Effect.catchTag("ChunkSeqError", Effect.die))
-      return { runId: run.id, lastSeq: run.lastSeq }
+      })
     })
-    // Two sends of one otid, even concurrent, share one run: the second finds it in its own turn.
-    const existing = Effect.map(store.runByOtid(id, otid), Option.map((run) => run.id))
-    return yield* startJob(id, "run", { existing, create }, turn(conversation, input.thinking, undefined, input.reconnects_spent), host)
+    if (!created) return run.id
+    yield* launch(id, "run", { runId: run.id, lastSeq: run.lastSeq }, turn(conversation, input.thinking, undefined, input.reconnects_spent), host)
+    return run.id
   })
 
   const compact = Effect.fn("Admission.compact")(function*(id: ConversationId, reason: CompactionReason, ...host: Host) {
@@ -170,7 +178,7 @@ export const makeAdmissions = Effect.fn("Admission.make")(function*(options: {
             })
           }).pipe(Effect.catchAll((e) => Effect.logWarning("could not record the cancelled compaction", e))))
       )
-    return yield* startJob(id, "compaction", { create }, body, host)
+    return yield* startJob(id, create, body, host)
   })
 
   const adopt = (runId: RunId, thinking: ThinkingLevel | undefined, ...host: Host): Effect.Effect<void, BackendError> =>

@@ -194,8 +194,10 @@ export class Compactions extends Effect.Service<Compactions>()("baton/Compaction
         (outcome) => Effect.succeed(outcome === "failed" ? Option.some({ tag: "CompactionFailed", message: "the compaction failed; the old context stays" }) : Option.none())
       ))
 
+    /** Whether to compact before the turn, and the segment it looked at (the turn's context, when nothing is recorded in between). */
     const trigger = Effect.fn("Compactions.trigger")(function*(conversation: Conversation) {
-      return compactionTrigger((yield* contexts.segment(conversation.id)).items, conversation.settings, imageTokensOf(provider.info?.name))
+      const view = yield* contexts.segment(conversation.id)
+      return { reason: compactionTrigger(view.items, conversation.settings, imageTokensOf(provider.info?.name)), view }
     })
 
     /**

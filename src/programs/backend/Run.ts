@@ -17,7 +17,7 @@ import { ATTR, SPAN, spanOptions, withOutcomeSpan } from "../../domain/Telemetry
 import { Provider } from "../../services/Provider.js"
 import { Store } from "../../services/Store.js"
 import { Compactions } from "./Compaction.js"
-import { ContextCache } from "./ContextCache.js"
+import { ContextCache, type SegmentView } from "./ContextCache.js"
 import { activeRuns } from "./Metrics.js"
 import type { EmitOptions, Entry, RunLog } from "./RunLog.js"
 import { metered } from "./Metering.js"
@@ -147,6 +147,8 @@ export class Runs extends Effect.Service<Runs>()("baton/Runs", {
       const meter = metered(provider, store, { conversationId: conversation.id, runId: log.runId, purpose: "turn" })
       // Set by the policy's RetryWithoutImages: the rest of the run's requests carry placeholders instead.
       const imagesDropped = yield* Ref.make(false)
+      // Read by the first attempt only (see there).
+      let fresh: SegmentView | undefined
       const reminder: UserMessage = { type: "user_message", content: EMPTY_RESPONSE_REMINDER, otid: Otid.make("system-reminder") }
 
       // A store that breaks outside the provider stream is a defect: the defect path below ends the run.
@@ -160,7 +162,14 @@ export class Runs extends Effect.Service<Runs>()("baton/Runs", {
         if (steered.length > 0) {
           yield* Effect.orDie(log.emit(steered.map((event) => ({ event, record: "item" as const })), { takesSteering: steered.map((m) => m.otid) }))
         }
-        const context = yield* Effect.orDie(contexts.context(conversation.id))
+        // The segment the compaction trigger just read is the context still, unless something was
+        // recorded since by this run (steering, a compaction); a writer elsewhere may as well have
+        // committed just after this look as just after that one.
+        const looked = fresh
+        fresh = undefined
+        const context = looked !== undefined && steered.length === 0
+          ? looked.items.filter((s) => s.inContext)
+          : yield* Effect.orDie(contexts.context(conversation.id))
         const history = context.flatMap((stored) => (isMessage(stored.item) ? [stored.item] : []))
         const { reminder: remind } = yield* Ref.get(record)
         yield* Effect.orDie(emitter.begin)
@@ -202,8 +211,11 @@ export class Runs extends Effect.Service<Runs>()("baton/Runs", {
 
       const body = Effect.gen(function*() {
         // A resumed run passed its start-of-turn compaction on its first runner.
-        const trigger = job.resumed === undefined ? yield* compactions.trigger(conversation) : Option.none()
-        if (Option.isSome(trigger)) yield* compactions.run({ log, conversation, reason: trigger.value, wait: job.wait })
+        if (job.resumed === undefined) {
+          const trigger = yield* compactions.trigger(conversation)
+          if (Option.isSome(trigger.reason)) yield* compactions.run({ log, conversation, reason: trigger.reason.value, wait: job.wait })
+          else fresh = trigger.view
+        }
         const ended = yield* retry(Effect.asSome(attempt), {
           budgets: job.budgets,
           from: startingAttempts(job.reconnectsSpent ?? 0),

@@ -5,10 +5,10 @@ import { busyWith, ChunkSeqError, NotFound, StoreError, ToolCallAnswered } from 
 import { decodeEventJson, encodeEventJson } from "../../domain/EventJson.js"
 import { type Chunk, isChunk, isDelta, type TaskEvent } from "../../domain/Events.js"
 import type { ChunkCheckFailure } from "../../domain/ItemLog.js"
-import { ConversationId, RunId, type ToolCallId } from "../../domain/Ids.js"
+import { ConversationId, type Otid, RunId, type ToolCallId } from "../../domain/Ids.js"
 import type { Write } from "../../domain/History.js"
 import type { CreateConversationOptions } from "../Store.js"
-import { activityOf, type Run } from "../../domain/Run.js"
+import { activityOf, type Run, type RunKind } from "../../domain/Run.js"
 
 /**
  * What every Store layer does the same way at its edges: ids, the exact JSON text an item is kept
@@ -110,6 +110,25 @@ export const conversationNotFound = (id: string) =>
   new NotFound({ entity: "conversation", id, message: `No conversation ${id}` })
 
 /** Another run of this conversation is still running (here or in another process on the same store). */
+/** A run as createRun makes it: running, nothing committed yet. */
+export const newRun = (conversationId: ConversationId, otid: Otid, kind: RunKind, owner: string | undefined) =>
+  Effect.gen(function*() {
+    const now = yield* Clock.currentTimeMillis
+    const run: Run = {
+      id: RunId.make(yield* newId("run")),
+      conversationId,
+      otid,
+      kind,
+      status: "running",
+      stopReason: undefined,
+      lastSeq: 0,
+      owner,
+      createdAt: now,
+      updatedAt: now
+    }
+    return run
+  })
+
 export const busyConflict = (id: ConversationId, active: Run) =>
   busyWith(id, active.id, activityOf(active.kind))
 

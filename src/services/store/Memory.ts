@@ -1,6 +1,6 @@
 import { Chunk, Clock, Effect, Either, Layer, Option, Stream } from "effect"
 import type { ToolCall } from "../../domain/Messages.js"
-import { records } from "../../domain/History.js"
+import { records, type Write } from "../../domain/History.js"
 import { ConversationId, MessageId, type Otid, RunId } from "../../domain/Ids.js"
 import {
   advanceOpenCalls,
@@ -22,6 +22,7 @@ import {
   makeConversation,
   messageNotFound,
   newId,
+  newRun,
   rejectDeltaItems,
   runNotFound
 } from "./Codec.js"
@@ -61,6 +62,69 @@ export const layerMemory: Layer.Layer<Store> = Layer.sync(Store, () => {
   const runsOf = (id: ConversationId) => [...runs.values()].filter((r) => r.conversationId === id)
 
   const { dropSteering, ...ledger } = makeMemoryLedger((id) => conversations.has(id))
+
+  /**
+   * A commit in two parts: what may yield (ids, encodings), then `apply`, one synchronous step that
+   * validates everything and then applies it all, so a failing commit leaves nothing behind.
+   */
+  const prepare = Effect.fnUntraced(function*(write: Write) {
+    yield* rejectDeltaItems(write)
+    const newItems = write.items ?? []
+    const newChunks = write.chunks ?? []
+    const now = yield* Clock.currentTimeMillis
+    const ids = yield* Effect.forEach(newItems, () => newId("msg"))
+    const bodies = newItems.map((i) => encodeEventText(i.item))
+    const chunkBodies = newChunks.map((c) => encodeEventText(c))
+    const apply = Effect.gen(function*() {
+      const state = yield* stateOf(write.conversationId)
+      const ownRun = (runId: string) => {
+        const run = runs.get(runId)
+        return run !== undefined && run.conversationId === write.conversationId ? run : undefined
+      }
+      const check = checkChunkSeqs(newChunks, (runId) => ownRun(runId)?.lastSeq)
+      if (check._tag !== "Ok") return yield* chunkCheckError(check)
+      const finish = write.finishRun
+      if (finish !== undefined && ownRun(finish.runId) === undefined) return yield* runNotFound(finish.runId)
+      const closed = (write.expectOpen ?? []).find((callId) => !state.open.some((c) => c.toolCallId === callId))
+      if (closed !== undefined) return yield* callAnswered(write.conversationId, closed)
+
+      // Everything is valid: apply it all in this one synchronous step.
+      if (write.newSegment === true) {
+        state.segment++
+        state.open = []
+      }
+      const base = state.rows.length
+      const rows = newItems.map((n, i): Row => ({
+        id: MessageId.make(ids[i]!),
+        position: base + i + 1,
+        segment: state.segment,
+        ...defaultFlags(n.item, n.contextOnly, n.traceOnly),
+        type: n.item.type,
+        body: bodies[i]!,
+        createdAt: now
+      }))
+      state.open = advanceOpenCalls(state.open, rows.map((r, i) => ({ ...r, item: newItems[i]!.item })))
+      for (const row of rows) {
+        state.rows.push(row)
+        items.set(row.id, { conversationId: write.conversationId, position: row.position })
+      }
+      newChunks.forEach((chunk, i) => {
+        const list = chunks.get(chunk.run_id) ?? []
+        list.push(chunkBodies[i]!)
+        chunks.set(chunk.run_id, list)
+      })
+      for (const [runId, lastSeq] of check.lastSeqs) {
+        runs.set(runId, { ...runs.get(runId)!, lastSeq, updatedAt: now })
+      }
+      if (finish !== undefined) {
+        runs.set(finish.runId, { ...runs.get(finish.runId)!, status: finish.status, stopReason: finish.stopReason, updatedAt: now })
+      }
+      dropSteering(write.conversationId, write.takesSteering ?? [])
+      if (records(write)) touch(state, now)
+      return rows
+    })
+    return apply
+  })
 
   return Store.of({
     ...ledger,
@@ -107,58 +171,7 @@ export const layerMemory: Layer.Layer<Store> = Layer.sync(Store, () => {
     }),
 
     commit: Effect.fn("Store.commit")(function*(write) {
-      yield* rejectDeltaItems(write)
-      const newItems = write.items ?? []
-      const newChunks = write.chunks ?? []
-      const now = yield* Clock.currentTimeMillis
-      const ids = yield* Effect.forEach(newItems, () => newId("msg"))
-      const bodies = newItems.map((i) => encodeEventText(i.item))
-      const chunkBodies = newChunks.map((c) => encodeEventText(c))
-      const state = yield* stateOf(write.conversationId)
-      const ownRun = (runId: string) => {
-        const run = runs.get(runId)
-        return run !== undefined && run.conversationId === write.conversationId ? run : undefined
-      }
-      const check = checkChunkSeqs(newChunks, (runId) => ownRun(runId)?.lastSeq)
-      if (check._tag !== "Ok") return yield* chunkCheckError(check)
-      const finish = write.finishRun
-      if (finish !== undefined && ownRun(finish.runId) === undefined) return yield* runNotFound(finish.runId)
-      const closed = (write.expectOpen ?? []).find((callId) => !state.open.some((c) => c.toolCallId === callId))
-      if (closed !== undefined) return yield* callAnswered(write.conversationId, closed)
-
-      // Everything is valid: apply it all in this one synchronous step.
-      if (write.newSegment === true) {
-        state.segment++
-        state.open = []
-      }
-      const base = state.rows.length
-      const rows = newItems.map((n, i): Row => ({
-        id: MessageId.make(ids[i]!),
-        position: base + i + 1,
-        segment: state.segment,
-        ...defaultFlags(n.item, n.contextOnly, n.traceOnly),
-        type: n.item.type,
-        body: bodies[i]!,
-        createdAt: now
-      }))
-      state.open = advanceOpenCalls(state.open, rows.map((r, i) => ({ ...r, item: newItems[i]!.item })))
-      for (const row of rows) {
-        state.rows.push(row)
-        items.set(row.id, { conversationId: write.conversationId, position: row.position })
-      }
-      newChunks.forEach((chunk, i) => {
-        const list = chunks.get(chunk.run_id) ?? []
-        list.push(chunkBodies[i]!)
-        chunks.set(chunk.run_id, list)
-      })
-      for (const [runId, lastSeq] of check.lastSeqs) {
-        runs.set(runId, { ...runs.get(runId)!, lastSeq, updatedAt: now })
-      }
-      if (finish !== undefined) {
-        runs.set(finish.runId, { ...runs.get(finish.runId)!, status: finish.status, stopReason: finish.stopReason, updatedAt: now })
-      }
-      dropSteering(write.conversationId, write.takesSteering ?? [])
-      if (records(write)) touch(state, now)
+      const rows = yield* yield* prepare(write)
       return yield* storedAll(write.conversationId, rows)
     }),
 
@@ -221,24 +234,16 @@ export const layerMemory: Layer.Layer<Store> = Layer.sync(Store, () => {
     }),
 
     createRun: Effect.fn("Store.createRun")(function*(id, otid: Otid, kind, options) {
+      const run = yield* newRun(id, otid, kind, options?.owner)
+      const input = options?.input?.(run)
+      const record = input === undefined ? undefined : yield* prepare({ conversationId: id, ...input })
+      // One synchronous step from here: the checks, the input's commit, the run.
       yield* stateOf(id)
       const existing = otids.get(`${id}\u0000${otid}`)
       if (existing !== undefined) return { run: runs.get(existing)!, created: false }
       const active = [...runs.values()].find((r) => r.conversationId === id && r.status === "running")
       if (active !== undefined) return yield* busyConflict(id, active)
-      const now = yield* Clock.currentTimeMillis
-      const run: Run = {
-        id: RunId.make(yield* newId("run")),
-        conversationId: id,
-        otid,
-        kind,
-        status: "running",
-        stopReason: undefined,
-        lastSeq: 0,
-        owner: options?.owner,
-        createdAt: now,
-        updatedAt: now
-      }
+      if (record !== undefined) yield* Effect.catchTag(record, "ChunkSeqError", Effect.die)
       runs.set(run.id, run)
       otids.set(`${id}\u0000${otid}`, run.id)
       return { run, created: true }

@@ -1,4 +1,6 @@
 import { Clock, Effect, Schema } from "effect"
+import type { SqlError } from "@effect/sql/SqlError"
+import type { NotFound } from "../../domain/Errors.js"
 import type { ConversationId } from "../../domain/Ids.js"
 import type { UserMessage } from "../../domain/Messages.js"
 import { UsagePurpose, type UsageRecord } from "../../domain/Usage.js"
@@ -26,7 +28,11 @@ const UsageRow = Schema.Struct({
   created_at: Integer
 })
 
-export const makeSqlLedger = (engine: SqlEngine) => {
+export const makeSqlLedger = (
+  engine: SqlEngine,
+  /** The conversation's held steering rows (NotFound for no conversation), in one statement. */
+  held: (id: ConversationId) => Effect.Effect<ReadonlyArray<unknown>, NotFound | SqlError>
+) => {
   const { guard: run, source, sql } = engine
   const { exec } = hotPath(engine)
   const exists = (id: ConversationId) =>
@@ -46,12 +52,7 @@ export const makeSqlLedger = (engine: SqlEngine) => {
       )).pipe(run)
     }),
     heldSteering: Effect.fn("Store.heldSteering")(function*(id: ConversationId) {
-      // Held steering belongs to an existing conversation (a foreign key): only none asks whether it is there.
-      const rows = yield* exec(sql`SELECT id, body FROM steering WHERE conversation_id = ${id} ORDER BY id`).pipe(
-        Effect.flatMap((held) => (held.length > 0 ? Effect.succeed(held) : Effect.as(exists(id), held))),
-        run,
-        Effect.flatMap(decodeRows(SteeringRow, source))
-      )
+      const rows = yield* held(id).pipe(run, Effect.flatMap(decodeRows(SteeringRow, source)))
       return yield* messages(rows)
     }),
     takeSteering: Effect.fn("Store.takeSteering")(function*(id: ConversationId) {

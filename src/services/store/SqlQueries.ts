@@ -30,6 +30,7 @@ export const makeQueries = (sql: SqlClient, dialect: SqlDialect) => {
   const item = sql.literal(ITEM)
   const run = sql.literal(RUN)
   const conversation = sql.literal(CONVERSATION)
+  const joined = sql.literal(ITEM.split(", ").map((c) => `i.${c}`).join(", "))
   const by = (index: string) => sql.literal(dialect.indexedBy(index))
   const touch = sql.literal(dialect.nextTouch)
   return {
@@ -111,10 +112,17 @@ export const makeQueries = (sql: SqlClient, dialect: SqlDialect) => {
       sql<{ readonly body: string }>`SELECT body FROM items ${by("items_trace")}
           WHERE conversation_id = ${id} AND segment = ${segment} AND in_trace = 1 ORDER BY position`,
     // open_calls primary key, then items_position per call
+    // From the conversation's row: none at all means no such conversation, one of NULLs no open calls
+    // (one statement either way; PostgreSQL sorts the few open calls of a turn after the join).
     openCallItems: (id: string) =>
-      sql`SELECT ${sql.literal(ITEM.split(", ").map((c) => `i.${c}`).join(", "))}
-          FROM open_calls o JOIN items i ${by("items_position")} ON i.conversation_id = o.conversation_id AND i.position = o.position
-          WHERE o.conversation_id = ${id} ORDER BY o.position`,
+      sql`SELECT ${joined}
+          FROM conversations c LEFT JOIN open_calls o ON o.conversation_id = c.id
+            LEFT JOIN items i ${by("items_position")} ON i.conversation_id = o.conversation_id AND i.position = o.position
+          WHERE c.id = ${id} ORDER BY o.position`,
+    // steering_conversation, from the conversation's row, as openCallItems
+    heldSteering: (id: string) =>
+      sql`SELECT s.id, s.body FROM conversations c LEFT JOIN steering s ON s.conversation_id = c.id
+          WHERE c.id = ${id} ORDER BY s.id`,
     openCalls: (id: string) =>
       sql`SELECT position, tool_call_id FROM open_calls WHERE conversation_id = ${id} ORDER BY position`,
     openCallIds: (id: string, toolCallIds: ReadonlyArray<string>) =>
@@ -139,6 +147,11 @@ export const makeQueries = (sql: SqlClient, dialect: SqlDialect) => {
       sql`SELECT ${run} FROM runs ${by("runs_otid")} WHERE conversation_id = ${id} AND otid = ${otid}`,
     activeRun: (id: string) =>
       sql`SELECT ${run} FROM runs ${by("runs_running")} WHERE conversation_id = ${id} AND status = 'running'`,
+    /** runByOtid and activeRun in one statement (createRun's two checks): each half through its own index. */
+    runByOtidOrActive: (id: string, otid: string) =>
+      sql`SELECT ${run} FROM runs ${by("runs_otid")} WHERE conversation_id = ${id} AND otid = ${otid}
+          UNION ALL
+          SELECT ${run} FROM runs ${by("runs_running")} WHERE conversation_id = ${id} AND status = 'running'`,
     claimRun: (id: string, owner: string) => sql`UPDATE runs SET owner = ${owner} WHERE id = ${id} AND status = 'running'`,
     runningRuns: () => sql`SELECT ${run} FROM runs WHERE status = 'running' ORDER BY ${sql.literal(dialect.runOrder)}`,
     runSeqs: (id: string, runIds: ReadonlyArray<string>) =>

@@ -20,7 +20,7 @@ import {
   encodeSettings,
   makeConversation,
   messageNotFound,
-  newId,
+  newRun,
   runNotFound
 } from "./Codec.js"
 import { Store } from "../Store.js"
@@ -61,6 +61,7 @@ export const makeSqlStore = (engine: SqlEngine) => {
   const conversations = (rows: ReadonlyArray<unknown>) =>
     Effect.flatMap(decodeRows(ConversationRow, source)(rows), Effect.forEach(toConversation(source)))
   const runs = toRuns(source)
+  const commit = makeCommit(engine)
 
   const segmentOf = (id: ConversationId) =>
     Effect.flatMap(exec(q.conversationHead(id)).pipe(Effect.flatMap(decodeRows(SegmentRow, source))), ([head]) =>
@@ -72,6 +73,11 @@ export const makeSqlStore = (engine: SqlEngine) => {
    */
   const rowsOf = <A, E, R>(id: ConversationId, read: Effect.Effect<ReadonlyArray<A>, E, R>) =>
     Effect.flatMap(read, (rows) => (rows.length > 0 ? Effect.succeed(rows) : Effect.as(segmentOf(id), rows)))
+
+  /** The rows of a read from the conversation's row (a LEFT JOIN): none means no conversation, a row of NULLs no rows. */
+  const joinedRows = <E, R>(id: ConversationId, read: Effect.Effect<ReadonlyArray<Readonly<Record<string, unknown>>>, E, R>) =>
+    Effect.flatMap(read, (rows) =>
+      rows.length === 0 ? Effect.fail(conversationNotFound(id)) : Effect.succeed(rows.filter((r) => r["id"] !== null)))
 
   const getConversation = (id: ConversationId) =>
     exec(q.conversation(id)).pipe(
@@ -136,7 +142,7 @@ export const makeSqlStore = (engine: SqlEngine) => {
       if (deleted.length === 0) return yield* conversationNotFound(id)
     }),
 
-    commit: makeCommit(engine),
+    commit,
 
     listItems: Effect.fn("Store.listItems")(function*(id, query) {
       const limit = clampLimit(query?.limit, 100, 1000)
@@ -180,7 +186,7 @@ export const makeSqlStore = (engine: SqlEngine) => {
     }),
 
     pendingApprovals: Effect.fn("Store.pendingApprovals")(function*(id) {
-      const rows = yield* rowsOf(id, exec(q.openCallItems(id))).pipe(run)
+      const rows = yield* joinedRows(id, exec(q.openCallItems(id))).pipe(run)
       const calls = yield* items(rows)
       return calls.flatMap((s): Array<ToolCall> => (s.item.type === "tool_call" ? [s.item] : []))
     }),
@@ -193,35 +199,39 @@ export const makeSqlStore = (engine: SqlEngine) => {
     }),
 
     createRun: Effect.fn("Store.createRun")(function*(id, otid, kind, options) {
-      const runId = yield* newId("run")
-      const now = yield* Clock.currentTimeMillis
-      const owner = options?.owner ?? null
+      const created = yield* newRun(id, otid, kind, options?.owner)
+      const now = created.createdAt
+      const input = options?.input?.(created)
       return yield* transaction(Effect.gen(function*() {
         // Holding the conversation's row (PostgreSQL; SQLite's transaction holds the whole file once
         // it writes), the checks below and the insert see every run another process started.
         const [conversation] = yield* exec(q.lockConversation(id))
         if (conversation === undefined) return yield* conversationNotFound(id)
-        // The otid decides first: a repeated otid returns its run, running or not.
-        const [existing] = yield* Effect.flatMap(exec(q.runByOtid(id, otid)), runs)
+        // One statement answers both checks. The otid decides first: a repeated otid returns its run,
+        // running or not; only then does a running run refuse a new one.
+        const found = yield* Effect.flatMap(exec(q.runByOtidOrActive(id, otid)), runs)
+        const existing = found.find((r) => r.otid === otid)
         if (existing !== undefined) return { run: existing, created: false }
-        const [active] = yield* Effect.flatMap(exec(q.activeRun(id)), runs)
+        const active = found.find((r) => r.status === "running")
         if (active !== undefined) return yield* busyConflict(id, active)
         // The database refuses a second running run itself (runs_running, a partial unique index).
         yield* exec(sql`INSERT INTO runs ${
           sql.insert({
-            id: runId,
+            id: created.id,
             conversation_id: id,
             otid,
             kind,
             status: "running",
             last_seq: 0,
-            owner,
+            owner: created.owner ?? null,
             created_at: now,
             updated_at: now
           })
         }`)
-        const [found] = yield* Effect.flatMap(exec(q.runById(runId)), runs)
-        return { run: found!, created: true }
+        if (input !== undefined) {
+          yield* commit({ conversationId: id, ...input }).pipe(Effect.catchTag("ChunkSeqError", Effect.die))
+        }
+        return { run: created, created: true }
       })).pipe(retry, run)
     }),
 
@@ -239,7 +249,7 @@ export const makeSqlStore = (engine: SqlEngine) => {
 
     runningRuns: q.runningRuns().pipe(run, Effect.flatMap(runs)),
 
-    ...makeSqlLedger(engine),
+    ...makeSqlLedger(engine, (id) => joinedRows(id, exec(q.heldSteering(id)))),
 
     readChunks: (runId, after) =>
       Stream.unwrap(Effect.gen(function*() {

@@ -1,8 +1,9 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Option, TestClock } from "effect"
-import { ConversationId, Otid, RunId } from "../../../src/domain/Ids.js"
+import { ConversationId, Otid, RunId, ToolCallId } from "../../../src/domain/Ids.js"
+import type { ToolReturn } from "../../../src/domain/Messages.js"
 import { Store } from "../../../src/services/Store.js"
-import { append, call, chunk, type MakeStore, newConversation, readAll, snapshot, summary, user } from "./fixtures.js"
+import { append, call, chunk, ret, type MakeStore, newConversation, readAll, snapshot, summary, user } from "./fixtures.js"
 
 export const runContract = (makeStore: MakeStore) =>
   describe("runs and chunks", () => {
@@ -55,6 +56,41 @@ export const runContract = (makeStore: MakeStore) =>
         const second = yield* store.createRun(c.id, Otid.make("two"), "turn")
         assert.isTrue(second.created)
         assert.strictEqual(second.run.owner, undefined)
+      }).pipe(Effect.provide(makeStore())))
+
+    it.effect("createRun records its input with the run, in one transaction: nothing for a repeated otid, a busy conversation or an answered call", () =>
+      Effect.gen(function*() {
+        const store = yield* Store
+        const c = yield* newConversation
+        yield* append(c.id, user("go"), call("t1"))
+        const input = (text: string, answers: ReadonlyArray<string> = []) => (run: { readonly id: RunId }) => ({
+          items: [
+            ...answers.map((id) => ({ item: { ...(ret(id) as ToolReturn), run_id: run.id } })),
+            { item: { ...user(text), run_id: run.id } }
+          ],
+          expectOpen: answers.map((id) => ToolCallId.make(id))
+        })
+        const texts = Effect.map(store.listItems(c.id), (items) => items.flatMap((s) => (s.item.type === "user_message" ? [s.item.content] : [])))
+        const first = yield* store.createRun(c.id, Otid.make("one"), "turn", { input: input("first", ["t1"]) })
+        assert.isTrue(first.created)
+        assert.deepStrictEqual(yield* texts, ["go", "first"])
+        const stored = (yield* store.listItems(c.id)).at(-1)!
+        assert.strictEqual(stored.item.type === "user_message" && stored.item.run_id, first.run.id)
+        assert.deepStrictEqual(yield* store.pendingApprovals(c.id), [])
+        // the same otid: its run, and no second input
+        const again = yield* store.createRun(c.id, Otid.make("one"), "turn", { input: input("again") })
+        assert.deepStrictEqual([again.created, again.run.id], [false, first.run.id])
+        // busy: Conflict, nothing recorded
+        const busy = yield* Effect.flip(store.createRun(c.id, Otid.make("two"), "turn", { input: input("busy") }))
+        assert.strictEqual(busy._tag, "Conflict")
+        assert.deepStrictEqual(yield* texts, ["go", "first"])
+        yield* store.commit({ conversationId: c.id, finishRun: { runId: first.run.id, status: "completed", stopReason: "end_turn" } })
+        // a call answered already: ToolCallAnswered, and no run
+        const answered = yield* Effect.flip(store.createRun(c.id, Otid.make("three"), "turn", { input: input("late", ["t1"]) }))
+        assert.strictEqual(answered._tag, "ToolCallAnswered")
+        assert.isTrue(Option.isNone(yield* store.runByOtid(c.id, Otid.make("three"))))
+        assert.isTrue(Option.isNone(yield* store.activeRun(c.id)))
+        assert.deepStrictEqual(yield* texts, ["go", "first"])
       }).pipe(Effect.provide(makeStore())))
 
     it.effect("claimRun records a running run's new owner; a finished run keeps its own", () =>

@@ -1,4 +1,5 @@
 import { quickAnswer, rootHelp } from "./programs/cli/Help.js"
+import { capYoungGeneration, youngGenerationLimitMb } from "./programs/cli/YoungGeneration.js"
 import { VERSION } from "./services/Version.js"
 
 // The bundle's entry: the overview page and the version need nothing but this file; any other
@@ -16,5 +17,6 @@ if (answer === "help") {
 } else if (answer === "version") {
   process.stdout.write(`${VERSION}\n`)
 } else {
+  capYoungGeneration(youngGenerationLimitMb(process.argv.slice(2)))
   await import("./main.js")
 }

@@ -1,9 +1,13 @@
+import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
+import * as HttpClientResponse from "@effect/platform/HttpClientResponse"
 import { assert, describe, it } from "@effect/vitest"
 import { Chunk as EChunk, Effect, Option, RuntimeFlags, RuntimeFlagsPatch, Stream, Supervisor } from "effect"
 import * as Path from "node:path"
 import type { Chunk } from "../../src/domain/Events.js"
-import { Otid } from "../../src/domain/Ids.js"
+import { Otid, RunId } from "../../src/domain/Ids.js"
 import { LIVE_CAPACITY, makeRunLog } from "../../src/programs/backend/RunLog.js"
+import { END_EVENT, sseEvent } from "../../src/programs/server/Sse.js"
+import { chunksOf } from "../../src/services/backend/RemoteRunStream.js"
 import { layerSqlite } from "../../src/services/store/Sqlite.js"
 import { Store } from "../../src/services/Store.js"
 import { tempDir } from "../support/tempDir.js"
@@ -17,9 +21,13 @@ import { tempDir } from "../support/tempDir.js"
 
 class StepCounter extends Supervisor.AbstractSupervisor<number> {
   steps = 0
+  fibers = 0
   readonly value = Effect.sync(() => this.steps)
   override onEffect() {
     this.steps++
+  }
+  override onStart() {
+    this.fibers++
   }
 }
 
@@ -30,7 +38,7 @@ const counted = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
       Effect.supervised(counter),
       Effect.withRuntimeFlagsPatch(RuntimeFlagsPatch.enable(RuntimeFlags.OpSupervision))
     )
-    return { result, steps: counter.steps }
+    return { result, steps: counter.steps, fibers: counter.fibers }
   })
 
 /** One run: a follower caught up on its first chunk, then one batch of `deltas`, then the stop; the steps of the last two. */
@@ -77,5 +85,30 @@ describe("per-chunk work", () => {
       const { batch, one } = yield* compare(many).pipe(Effect.provide(layerSqlite({ filename: Path.join(dir, "baton.db") })))
       // Equal in practice; the margin is far below one step a delta.
       assert.isBelow(batch - one, many / 4, `one delta: ${one} steps, ${many} deltas: ${batch} steps`)
+    }))
+
+  it.effect("a remote run stream's idle bound starts no fiber per read: a hundred reads start as many fibers as one", () =>
+    Effect.gen(function*() {
+      const runId = RunId.make("run-1")
+      const body = (reads: number) => {
+        const bytes = new TextEncoder()
+        const stream = new ReadableStream<Uint8Array>({
+          start: (controller) => {
+            // One enqueue is one read of the body.
+            for (let seq = 1; seq <= reads; seq++) controller.enqueue(bytes.encode(sseEvent({ type: "text_delta", content: `${seq} `, run_id: runId, seq })))
+            controller.enqueue(bytes.encode(END_EVENT))
+            controller.close()
+          }
+        })
+        return HttpClientResponse.fromWeb(HttpClientRequest.get("http://baton.test/"), new Response(stream, { headers: { "content-type": "text/event-stream" } }))
+      }
+      const fibersFor = (reads: number) =>
+        Effect.map(counted(Stream.runCollect(chunksOf(body(reads), 45_000))), ({ fibers, result }) => {
+          assert.strictEqual(EChunk.size(result), reads)
+          return fibers
+        })
+      const one = yield* fibersFor(1)
+      const hundred = yield* fibersFor(100)
+      assert.strictEqual(hundred, one, `one read: ${one} fibers, 100 reads: ${hundred} fibers`)
     }))
 })

@@ -15,9 +15,21 @@ const decodeValue = Schema.decodeUnknownEither(TaskEvent)
 
 const quote = JSON.stringify
 
+// The last run id written and its `,"run_id":…` text: a run's chunks all carry the same one.
+let lastRunId: string | undefined
+let lastRunIdField = ""
+
+const runIdField = (runId: string): string => {
+  if (runId !== lastRunId) {
+    lastRunIdField = `,"run_id":${quote(runId)}`
+    lastRunId = runId
+  }
+  return lastRunIdField
+}
+
 /** run_id and seq close every event's field list (Envelope), when present. */
 const envelope = (event: TaskEvent): string =>
-  (event.run_id !== undefined ? `,"run_id":${quote(event.run_id)}` : "") + (event.seq !== undefined ? `,"seq":${event.seq}` : "")
+  (event.run_id !== undefined ? runIdField(event.run_id) : "") + (event.seq !== undefined ? `,"seq":${event.seq}` : "")
 
 /** The event's JSON, field order as the schema declares it. */
 export const encodeEventJson = (event: TaskEvent): string => {

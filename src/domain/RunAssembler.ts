@@ -149,11 +149,37 @@ export const step = (s: Assembly, event: ProviderEvent): Step => {
 export const stepAll = (s: Assembly, events: Iterable<ProviderEvent>): Step => {
   let assembly = s
   const out: Array<TaskEvent> = []
+  // A stretch of deltas of one kind (nearly every event of a batch) grows the open text in one
+  // piece: the same assembly as stepping them one by one, made once instead of once per delta.
+  let open: "text" | "reasoning" | undefined
+  let grown = ""
+  const settle = () => {
+    if (open === undefined) return
+    assembly = open === "text"
+      ? { ...assembly, text: (assembly.text ?? "") + grown }
+      : { ...assembly, reasoning: (assembly.reasoning ?? "") + grown }
+    open = undefined
+    grown = ""
+  }
   for (const event of events) {
+    const kind = event._tag === "TextDelta" ? "text" : event._tag === "ReasoningDelta" ? "reasoning" : undefined
+    // Either kind closes the other: only a delta with nothing of the other kind open stays in the stretch.
+    if (
+      (event._tag === "TextDelta" || event._tag === "ReasoningDelta") && kind !== undefined &&
+      (open === kind || (open === undefined && assembly[kind === "text" ? "reasoning" : "text"] === undefined))
+    ) {
+      if (event.text.length === 0) continue
+      open = kind
+      grown += event.text
+      out.push({ type: kind === "text" ? "text_delta" : "reasoning_delta", content: event.text })
+      continue
+    }
+    settle()
     const [next, emitted] = step(assembly, event)
     assembly = next
-    out.push(...emitted)
+    for (const e of emitted) out.push(e)
   }
+  settle()
   return [assembly, out]
 }
 

@@ -1,7 +1,8 @@
 import * as Sse from "@effect/experimental/Sse"
-import { Either, ParseResult, Schema, Stream } from "effect"
+import { Chunk as EChunk, Either, ParseResult, Schema, Stream } from "effect"
 import { ProviderMalformed } from "../domain/ProviderError.js"
 import { type BatchStep, mapBatches } from "./Batches.js"
+import { makeSseParser } from "./SseParser.js"
 
 /**
  * `text/event-stream` bodies as events, shared by the model providers and the remote backend's run
@@ -11,47 +12,31 @@ import { type BatchStep, mapBatches } from "./Batches.js"
 export type SseEvent = Sse.Event
 
 /**
- * Feeds `text` to the parser one line at a time. The parser rescans its buffer from the start for
- * every line of one `feed` call, so a 64 KB read of short events costs it quadratic time (1.3 s for
- * 5,000 events, against 8 ms line by line); a line at a time keeps it linear. A trailing partial
- * line is fed as it is and completed by the next read.
- */
-export const feedLines = (parser: Sse.Parser, text: string): Sse.SseError | undefined => {
-  let from = 0
-  for (;;) {
-    const newline = text.indexOf("\n", from)
-    if (newline < 0) break
-    const error = parser.feed(text.slice(from, newline + 1))
-    if (error !== undefined) return error
-    from = newline + 1
-  }
-  return from < text.length ? parser.feed(from === 0 ? text : text.slice(from)) : undefined
-}
-
-/**
- * Bytes → SSE events with the `@effect/experimental` parser. Only events closed by a blank line are
- * dispatched: a partial last line (a cut body) stays in the parser's buffer and never reaches a decoder.
- * `retry:` fields and `:` comments carry nothing for a one-shot POST stream and are dropped by design.
+ * Bytes → SSE events (SseParser). Only events closed by a blank line are dispatched: a partial last
+ * line (a cut body) stays in the parser and never reaches a decoder. `retry:` fields and `:`
+ * comments carry nothing for a one-shot POST stream and are dropped by design.
  */
 export const decodeSse = <E, R>(bytes: Stream.Stream<Uint8Array, E, R>): Stream.Stream<SseEvent, E | ProviderMalformed, R> =>
   Stream.suspend(() => {
-    const pending: Array<SseEvent> = []
-    const parser = Sse.makeParser((event) => {
-      if (event._tag === "Event") pending.push(event)
-    })
+    const parser = makeSseParser()
     const text = new TextDecoder()
     // One read in, its complete events out as one chunk: the batch every later stage keeps whole.
     return bytes.pipe(mapBatches((reads): BatchStep<SseEvent, ProviderMalformed> => {
+      if (reads.length === 1) return framed(parser.feed(text.decode(EChunk.unsafeHead(reads), { stream: true })))
+      const out: Array<SseEvent> = []
       for (const read of reads) {
-        const error = feedLines(parser, text.decode(read, { stream: true }))
-        if (error !== undefined) {
-          pending.length = 0
-          return { out: [], fail: new ProviderMalformed({ reason: "undecodable_event", message: `SSE: ${error.message}` }) }
-        }
+        const { error, events } = parser.feed(text.decode(read, { stream: true }))
+        if (error !== undefined) return framed({ events: [], error })
+        for (const event of events) out.push(event)
       }
-      return { out: pending.splice(0) }
+      return { out }
     }))
   })
+
+const framed = (step: { readonly events: ReadonlyArray<SseEvent>; readonly error?: string }): BatchStep<SseEvent, ProviderMalformed> =>
+  step.error === undefined
+    ? { out: step.events }
+    : { out: [], fail: new ProviderMalformed({ reason: "undecodable_event", message: `SSE: ${step.error}` }) }
 
 /** A JSON object (not an array), as the schema's structs require. */
 export const isJsonObject = (value: unknown): value is Record<string, unknown> =>

@@ -1,4 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
+import { FastCheck } from "effect"
 import type { TaskEvent } from "../../src/domain/Events.js"
 import { ToolCallId } from "../../src/domain/Ids.js"
 import type { ProviderEvent } from "../../src/domain/ProviderEvent.js"
@@ -141,5 +142,34 @@ describe("RunAssembler", () => {
       assert.deepStrictEqual(ended.assembly, whole.assembly)
     }
     assert.deepStrictEqual(stepAll(emptyAssembly, []), [emptyAssembly, []])
+  })
+
+  it("stepAll, which grows a stretch of deltas in one piece, is step over each event for any mix and any cut", () => {
+    const event = FastCheck.oneof(
+      FastCheck.constantFrom("", "a", "bc ").map((text): ProviderEvent => ({ _tag: "TextDelta", text })),
+      FastCheck.constantFrom("", "r", "st").map((text): ProviderEvent => ({ _tag: "ReasoningDelta", text })),
+      FastCheck.constant<ProviderEvent>({ _tag: "ReasoningSignature", signature: "sig", provider: "anthropic" }),
+      FastCheck.constantFrom("a", "b").map((id): ProviderEvent => ({ _tag: "ToolCallStart", id, name: "Read" })),
+      FastCheck.constantFrom("a", "b").map((id): ProviderEvent => ({ _tag: "ToolCallDelta", id, argumentsDelta: "{" })),
+      FastCheck.constantFrom("a", "b").map((id): ProviderEvent => ({ _tag: "ToolCallEnd", id, name: "Read", arguments: "{}" })),
+      FastCheck.constant(usage)
+    )
+    FastCheck.assert(
+      FastCheck.property(FastCheck.array(event, { maxLength: 30 }), FastCheck.array(FastCheck.nat(30), { maxLength: 4 }), (events, cuts) => {
+        const whole = run(events)
+        const at = [...new Set([0, ...cuts.map((c) => Math.min(c, events.length)), events.length])].sort((a, b) => a - b)
+        let s = emptyAssembly
+        const out: Array<TaskEvent> = []
+        for (let i = 1; i < at.length; i++) {
+          const [next, emitted] = stepAll(s, events.slice(at[i - 1], at[i]))
+          s = next
+          out.push(...emitted)
+        }
+        const ended = end(s)
+        assert.deepStrictEqual([...out, ...ended.events], whole.out)
+        assert.deepStrictEqual(ended.assembly, whole.assembly)
+      }),
+      { numRuns: 300 }
+    )
   })
 })

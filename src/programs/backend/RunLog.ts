@@ -53,6 +53,22 @@ export type WriteError = StoreError | NotFound | ChunkSeqError | ToolCallAnswere
 const isStop = (chunk: Chunk): boolean => chunk.type === "stop_reason"
 
 /**
+ * An event as its run's chunk. Nearly every chunk is a delta, built here field by field: a spread
+ * over events of a dozen shapes is a megamorphic copy, about ten times the cost, on every chunk.
+ */
+export const stamped = (event: TaskEvent, runId: RunId, seq: number): Chunk => {
+  switch (event.type) {
+    case "text_delta":
+    case "reasoning_delta":
+      return event.origin === undefined
+        ? { type: event.type, content: event.content, run_id: runId, seq }
+        : { ...event, run_id: runId, seq }
+    default:
+      return { ...event, run_id: runId, seq }
+  }
+}
+
+/**
  * Live chunks kept per run for followers that lag. A follower that falls further behind finds a gap
  * and reads the Store instead, so a slow reader (a stalled SSE client) costs bounded memory and never
  * holds up the run's commits.
@@ -96,7 +112,7 @@ export const makeRunLog = Effect.fn("RunLog.make")(function*(
   const emit = Effect.fn("RunLog.emit")(
     function*(entries: ReadonlyArray<Entry>, options?: EmitOptions) {
       const first = yield* Ref.get(seqRef)
-      const chunks: Array<Chunk> = entries.map((entry, i) => ({ ...entry.event, run_id: runId, seq: first + i + 1 }))
+      const chunks: Array<Chunk> = entries.map((entry, i) => stamped(entry.event, runId, first + i + 1))
       const items: Array<NewItem> = []
       entries.forEach((entry, i) => {
         if (entry.record !== undefined) items.push({ item: chunks[i]!, ...(entry.record === "trace" ? { traceOnly: true } : {}) })

@@ -9,6 +9,7 @@ import { retryStream } from "../../domain/RecoverySchedule.js"
 import { type BatchStep, mapBatches } from "../Batches.js"
 import { decodeSse, type SseEvent } from "../Sse.js"
 import { realClock } from "../RealClock.js"
+import { watchdog } from "../Watchdog.js"
 
 /** One connection of a run's stream ended early (network, server restart, no stop_reason). */
 export class Dropped extends Data.TaggedError("Dropped")<{ readonly message: string }> {}
@@ -19,16 +20,9 @@ export interface Cursor {
   readonly after: number
 }
 
-/** Fails with Dropped when the source stays silent for `ms` (the server sends a heartbeat every 15 s). */
-const idleTimeout = (ms: number) => <A, E, R>(self: Stream.Stream<A, E, R>): Stream.Stream<A, E | Dropped, R> =>
-  Stream.unwrapScoped(Effect.map(Stream.toPull(self), (pull) =>
-    Stream.repeatEffectChunkOption(pull.pipe(
-      Effect.timeoutFail({
-        duration: ms,
-        onTimeout: (): Option.Option<E | Dropped> => Option.some(new Dropped({ message: `no data for ${ms} ms` }))
-      }),
-      Effect.withClock(realClock)
-    ))))
+/** Fails with Dropped when the source stays silent for `ms` (the server sends a heartbeat every 15 s), on the wall clock. */
+const idleTimeout = (ms: number) =>
+  watchdog({ firstMs: ms, idleMs: ms, clock: realClock, onTimeout: () => new Dropped({ message: `no data for ${ms} ms` }) })
 
 const excerpt = (data: string) => (data.length > 120 ? `${data.slice(0, 120)}…` : data)
 

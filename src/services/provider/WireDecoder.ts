@@ -1,9 +1,10 @@
-import { Clock, Effect, Either, Mailbox, Stream } from "effect"
+import { Either, Stream } from "effect"
 import { type BatchStep, mapBatches } from "../Batches.js"
 import type { ProviderError } from "../../domain/ProviderError.js"
 import { ProviderMalformed, ProviderTimeout } from "../../domain/ProviderError.js"
 import type { ProviderEvent } from "../../domain/ProviderEvent.js"
 import type { SseEvent } from "../Sse.js"
+import { watchdog } from "../Watchdog.js"
 
 /**
  * The byte-level half of every live Provider above SSE framing (services/Sse.ts): first-byte / stall
@@ -20,54 +21,23 @@ export interface Timeouts {
 /**
  * Fails with ProviderTimeout when the stream stays silent too long: until its first chunk (which, for a
  * stream built with `Stream.unwrapScoped`, includes sending the request) `firstByteMs`, then `stallMs`
- * after each chunk. Raw byte chunks count as liveness, so SSE comments used as keep-alives
- * (OpenRouter) keep a stream alive. One reader fiber and one watchdog per stream, the watchdog
- * re-armed by each read: no timer or fiber per read. Reads that arrive while the reader's consumer is
- * busy reach it together, as one batch. Before the first chunk the watchdog looks every `stallMs` at
- * most, so the stall deadline holds whichever timeout is longer.
+ * after each chunk (services/Watchdog.ts: one watchdog per stream, none per read).
  */
 export const withTimeouts = (timeouts: Timeouts, provider: string) =>
-<A, E, R>(self: Stream.Stream<A, E, R>): Stream.Stream<A, E | ProviderTimeout, R> =>
-  Stream.unwrapScoped(Effect.gen(function*() {
-    const out = yield* Mailbox.make<A, E | ProviderTimeout>({ capacity: READ_AHEAD })
-    let started = false
-    let deadline = (yield* Clock.currentTimeMillis) + timeouts.firstByteMs
-    const watchdog = Effect.gen(function*() {
-      for (;;) {
-        const now = yield* Clock.currentTimeMillis
-        if (now >= deadline) break
-        // Never longer than stallMs: the first chunk moves the deadline nearer than a first-byte wait
-        // already begun would look again (a 300 s first-byte wait would hide a 500 ms stall).
-        yield* Effect.sleep(Math.min(deadline - now, timeouts.stallMs))
-      }
+  watchdog({
+    firstMs: timeouts.firstByteMs,
+    idleMs: timeouts.stallMs,
+    onTimeout: (started) => {
       const afterMs = started ? timeouts.stallMs : timeouts.firstByteMs
-      yield* out.fail(
-        new ProviderTimeout({
-          phase: started ? "stall" : "first_byte",
-          afterMs,
-          message: started
-            ? `${provider}: stream stalled, nothing received for ${afterMs} ms`
-            : `${provider}: no response within ${afterMs} ms`
-        })
-      )
-    })
-    const reader = self.pipe(
-      Stream.runForEachChunk((chunk) =>
-        chunk.length === 0 ? Effect.void : Effect.flatMap(Clock.currentTimeMillis, (now) => {
-          started = true
-          deadline = now + timeouts.stallMs
-          return out.offerAll(chunk)
-        })
-      ),
-      Mailbox.into(out)
-    )
-    yield* Effect.forkScoped(reader)
-    yield* Effect.forkScoped(watchdog)
-    return Mailbox.toStream(out)
-  }))
-
-/** Reads the reader may get ahead of its consumer by. */
-const READ_AHEAD = 16
+      return new ProviderTimeout({
+        phase: started ? "stall" : "first_byte",
+        afterMs,
+        message: started
+          ? `${provider}: stream stalled, nothing received for ${afterMs} ms`
+          : `${provider}: no response within ${afterMs} ms`
+      })
+    }
+  })
 
 /** What a decoder makes of one SSE event: events to emit, and whether it was the terminal event. */
 export interface DecodeStep {

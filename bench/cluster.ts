@@ -137,13 +137,15 @@ const persisted = (url: string, ids: ReadonlyArray<ConversationId>) =>
   }).pipe(Effect.provide(layerPg({ url })), Effect.scoped)
 
 /**
- * `cluster-scale`'s load: enough conversations, unpaced, that one runner held to its quota is the
- * bottleneck at every count of runners (the model, PostgreSQL and the readers run outside the quotas),
- * and few enough deltas that one runner at 0.3 CPU is done within a minute or two.
+ * `cluster-scale`'s load: conversations streaming unpaced, so the runners held to their quota are the
+ * bottleneck at every count of runners (the model, PostgreSQL and the readers run outside the quotas);
+ * 500 deltas a run as in conversations-1000, so a send's own cost does not swamp the chunks' (at 20
+ * deltas a run, 3.6 ms of CPU per chunk), and few enough runs that one runner at 0.3 CPU is done in
+ * about a minute.
  */
 const scaleLoad = (cpus: number): Load => ({
-  conversations: Number(process.env["BENCH_SCALE_CONVERSATIONS"] ?? 150),
-  deltas: Number(process.env["BENCH_SCALE_DELTAS"] ?? 200),
+  conversations: Number(process.env["BENCH_SCALE_CONVERSATIONS"] ?? 60),
+  deltas: Number(process.env["BENCH_SCALE_DELTAS"] ?? 500),
   paceMs: 0,
   cpus
 })

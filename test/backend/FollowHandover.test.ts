@@ -6,6 +6,7 @@ import { makeActorRegistry } from "../../src/programs/backend/ActorRegistry.js"
 import { programs } from "../../src/programs/backend/BackendLocal.js"
 import { Command, makeConversationActors } from "../../src/programs/backend/ConversationActor.js"
 import { layerScripted, Turn } from "../../src/services/provider/Scripted.js"
+import { layerPolling, RunTail } from "../../src/services/RunTail.js"
 import { Store } from "../../src/services/Store.js"
 import { layerMemory } from "../../src/services/store/Memory.js"
 import { collect, eventually, input, user } from "../support/testing.js"
@@ -20,7 +21,8 @@ describe("following a run whose job stops before the run does", () => {
   it.live("the follower goes on from the seq it reached and ends with the adopted run, each seq once", () =>
     Effect.gen(function*() {
       const store = yield* Store
-      const actors = yield* makeConversationActors({ budgets: turnBudgets, owner: "runner-a" })
+      // A cluster's actors: they hear of other runners' commits (here, by looking again on a timer).
+      const actors = yield* makeConversationActors({ budgets: turnBudgets, owner: "runner-a", tail: yield* RunTail })
       const registry = yield* makeActorRegistry(actors, { idleTime: "1 minute", takeover: true })
       const conversation = yield* store.createConversation({ system_prompt: "" })
 
@@ -45,7 +47,7 @@ describe("following a run whose job stops before the run does", () => {
       assert.deepStrictEqual(chunks.map((c) => c.seq), (yield* collect(store.readChunks(runId, 0))).map((c) => c.seq))
     }).pipe(
       Effect.provide(programs),
-      Effect.provide(Layer.merge(layerMemory, layerScripted([Turn.stall({ text: "part" }), Turn.text("done")]))),
+      Effect.provide(Layer.mergeAll(layerMemory, layerPolling, layerScripted([Turn.stall({ text: "part" }), Turn.text("done")]))),
       Effect.scoped
     ))
 })

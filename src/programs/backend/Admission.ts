@@ -190,10 +190,12 @@ export const makeAdmissions = Effect.fn("Admission.make")(function*(options: {
    * A live run from this process's log, any other from the Store. A job that stops before its run
    * does (its shard moved to another runner, or back to this one after a late lock refresh) publishes
    * nothing more: its followers go on from the seq they reached wherever the run goes on — the next
-   * job here, or the Store — instead of waiting on a log that will never end.
+   * job here, or the Store — instead of waiting on a log that will never end. Only a cluster hands
+   * runs over (one process stops its jobs only as it exits): elsewhere the live log is followed bare.
    */
   const follow = Effect.fn("Admission.follow")(function*(runId: RunId, after: number): Effect.fn.Return<Stream.Stream<Chunk, NotFound | StoreError>> {
     const job = yield* jobs.byRun(runId)
+    if (Option.isSome(job) && options.tail === undefined) return job.value.log.follow(after)
     if (Option.isSome(job)) {
       let last = after
       let ended = false

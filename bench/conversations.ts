@@ -165,7 +165,7 @@ const inProcess = (baseUrl: string) =>
     return { backend, store, stop } satisfies Host
   })
 
-const scenario = (label: string, paceMs: number, host: "serve" | "local") =>
+export const scenario = (label: string, paceMs: number, host: "serve" | "local") =>
   Effect.gen(function*() {
     const model = yield* loopbackProcess({ paceMs })
     const { backend, stop, store } = yield* (host === "serve" ? served(model.baseUrl) : inProcess(model.baseUrl))
@@ -213,8 +213,11 @@ const skipped: Figures = {
   cpuUsPerChunk: Number.NaN
 }
 
+/** Each scenario's figures once measured, for a later section to compare with (the cluster's). */
+export const measured = new Map<string, Figures>()
+
 const run = (name: string, paceMs: number, host: "serve" | "local") =>
-  scenarios.includes(name) ? scenario(name, paceMs, host) : Effect.succeed(skipped)
+  scenarios.includes(name) ? Effect.tap(scenario(name, paceMs, host), (f) => Effect.sync(() => measured.set(name, f))) : Effect.succeed(skipped)
 
 export const conversationRows = Effect.gen(function*() {
   const rows: Array<Row> = []

@@ -1,8 +1,8 @@
 import { Cause, Chunk as EChunk, Deferred, Effect, Either, ExecutionStrategy, Exit, Fiber, Option, Ref, Scope, Stream } from "effect"
 import type { Conversation } from "../../domain/Conversation.js"
-import type { BackendError } from "../../domain/Errors.js"
+import type { BackendError, NotFound, StoreError } from "../../domain/Errors.js"
 import { busyWith, InvalidInput } from "../../domain/Errors.js"
-import type { CompactionReason } from "../../domain/Events.js"
+import type { Chunk, CompactionReason } from "../../domain/Events.js"
 import type { NewItem } from "../../domain/History.js"
 import { type ConversationId, Otid, type RunId, type ToolCallId } from "../../domain/Ids.js"
 import type { ThinkingLevel } from "../../domain/ProviderEvent.js"
@@ -194,10 +194,32 @@ export const makeAdmissions = Effect.fn("Admission.make")(function*(options: {
       yield* launch(run.conversationId, "run", { runId, lastSeq: run.lastSeq }, turn(conversation, thinking, recordOf(chunks)), host, streamed)
     }).pipe(Effect.catchTags({ ChunkSeqError: Effect.die, ToolCallAnswered: Effect.die }), Effect.withSpan("Admission.adopt"))
 
-  /** A live run from this process's log, any other from the Store. */
-  const follow = Effect.fn("Admission.follow")(function*(runId: RunId, after: number) {
+  /**
+   * A live run from this process's log, any other from the Store. A job that stops before its run
+   * does (its shard moved to another runner, or back to this one after a late lock refresh) publishes
+   * nothing more: its followers go on from the seq they reached wherever the run goes on — the next
+   * job here, or the Store — instead of waiting on a log that will never end. Only a cluster hands
+   * runs over (one process stops its jobs only as it exits): elsewhere the live log is followed bare.
+   */
+  const follow = Effect.fn("Admission.follow")(function*(runId: RunId, after: number): Effect.fn.Return<Stream.Stream<Chunk, NotFound | StoreError>> {
     const job = yield* jobs.byRun(runId)
-    if (Option.isSome(job)) return job.value.log.follow(after)
+    if (Option.isSome(job) && options.tail === undefined) return job.value.log.follow(after)
+    if (Option.isSome(job)) {
+      let last = after
+      let ended = false
+      const live = job.value.log.follow(after).pipe(
+        Stream.interruptWhen(Fiber.await(job.value.fiber)),
+        Stream.mapChunks((batch) => {
+          const end = EChunk.last(batch)
+          if (Option.isSome(end)) {
+            last = end.value.seq
+            ended = end.value.type === "stop_reason"
+          }
+          return batch
+        })
+      )
+      return Stream.concat(live, Stream.unwrap(Effect.suspend(() => (ended ? Effect.succeed(Stream.empty) : follow(runId, last)))))
+    }
     const tail = options.tail
     if (tail === undefined) return followStored(store, runId, after)
     // The owner's notices wake it; a second is the bound for one that was missed.

@@ -69,19 +69,29 @@ export const makeCommit = (engine: SqlEngine) => {
       }
     })
 
-  return Effect.fn("Store.commit")(function*(write: Write) {
-    yield* rejectDeltaItems(write)
-    const id = write.conversationId
-    const items = write.items ?? []
-    const chunks = write.chunks ?? []
-    const finish = write.finishRun
-    const newSegment = write.newSegment === true
-    const now = yield* Clock.currentTimeMillis
-    const ids = yield* Effect.forEach(items, () => newId("msg"))
-    const bodies = items.map((i) => encodeEventText(i.item))
-    const chunkBodies = chunks.map((c) => encodeEventText(c))
+  /** What a write needs before its transaction: checked, stamped, its items' ids drawn and bodies encoded. */
+  const prepare = (write: Write) =>
+    Effect.gen(function*() {
+      yield* rejectDeltaItems(write)
+      const items = write.items ?? []
+      const chunks = write.chunks ?? []
+      return {
+        now: yield* Clock.currentTimeMillis,
+        ids: yield* Effect.forEach(items, () => newId("msg")),
+        bodies: items.map((i) => encodeEventText(i.item)),
+        chunkBodies: chunks.map((c) => encodeEventText(c))
+      }
+    })
 
-    const rows = yield* transaction(Effect.gen(function*() {
+  /** The write's statements, inside a transaction its caller holds. */
+  const statements = (write: Write, prepared: Effect.Effect.Success<ReturnType<typeof prepare>>) =>
+    Effect.gen(function*() {
+      const { bodies, chunkBodies, ids, now } = prepared
+      const id = write.conversationId
+      const items = write.items ?? []
+      const chunks = write.chunks ?? []
+      const finish = write.finishRun
+      const newSegment = write.newSegment === true
       // Writing first also keeps SQLite from failing later with SQLITE_BUSY_SNAPSHOT against another process.
       // Recording something makes the conversation the most recent; streamed chunks alone do not.
       const head_ = records(write) ? q.advanceHead(id, now, items.length, newSegment) : q.holdHead(id)
@@ -134,8 +144,19 @@ export const makeCommit = (engine: SqlEngine) => {
           WHERE id = ${finish.runId}`)
       }
       return rows
-    })).pipe(retry, guard)
+    })
 
+  const commit = Effect.fn("Store.commit")(function*(write: Write) {
+    const prepared = yield* prepare(write)
+    const rows = yield* transaction(statements(write, prepared)).pipe(retry, guard)
     return yield* toStoredItems(source)(rows)
   })
+
+  /**
+   * The same write inside a transaction the caller already holds (createRun records its input so):
+   * no savepoint of its own, so a failure here fails the caller's whole transaction.
+   */
+  const within = (write: Write) => Effect.flatMap(prepare(write), (prepared) => statements(write, prepared))
+
+  return { commit, within }
 }

@@ -178,6 +178,20 @@ export const makeCommit = (engine: SqlEngine) => {
       for (const batch of batches(chunkRows)) yield* exec(sql`INSERT INTO chunks ${sql.insert(batch)}`)
       const taken = write.takesSteering ?? []
       if (taken.length > 0) yield* exec(q.dropSteering(id, taken))
+      const usage = write.usage ?? []
+      if (usage.length > 0) {
+        yield* exec(sql`INSERT INTO usage ${sql.insert(usage.map((r) => ({
+          conversation_id: r.conversation_id,
+          run_id: r.run_id ?? null,
+          purpose: r.purpose,
+          model: r.model,
+          input_tokens: r.input_tokens,
+          output_tokens: r.output_tokens,
+          cache_read_tokens: r.cache_read_tokens,
+          cache_write_tokens: r.cache_write_tokens,
+          created_at: r.created_at
+        })))}`)
+      }
       return rows
     })
 

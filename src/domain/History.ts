@@ -1,6 +1,7 @@
 import type { Chunk, StopReasonValue, TaskEvent } from "./Events.js"
 import type { ConversationId, MessageId, Otid, RunId, ToolCallId } from "./Ids.js"
 import type { RunStatus } from "./Run.js"
+import type { UsageRecord } from "./Usage.js"
 
 /**
  * One recorded item of a conversation: a message or an event (never a delta).
@@ -82,6 +83,8 @@ export interface Write {
    * transaction, so a crash can neither lose it (taken, not yet recorded) nor send it twice.
    */
   readonly takesSteering?: ReadonlyArray<Otid>
+  /** Model requests' usage, recorded with this write (a run's request_end) instead of in a write of its own. */
+  readonly usage?: ReadonlyArray<UsageRecord>
 }
 
 /**

@@ -98,7 +98,7 @@ describe("the cost of a send", () => {
       assert.strictEqual((yield* model.requests).length, 4)
     }))
 
-  it.scoped("a send makes 33 SQL statements at most on SQLite (4 transactions): each check is folded into a statement that needs it", () =>
+  it.scoped("a send makes 29 SQL statements at most on SQLite in 4 transactions, none outside them: each check is folded into a statement that needs it (a run's seq check into its stamp), the input recorded in its run's own transaction, the usage in its request_end's", () =>
     Effect.gen(function*() {
       const dir = yield* tempDir
       const model = yield* MockModelServer.make({ respond: () => MockModelServer.Reply.text("ok") })
@@ -133,7 +133,11 @@ describe("the cost of a send", () => {
       const chunks = yield* send("second")
       assert.strictEqual([...chunks].at(-1)?.type, "stop_reason")
       const begins = statements.filter((s) => /^\s*BEGIN/i.test(s)).length
-      assert.isAtMost(statements.length, 33, statements.join("\n"))
+      assert.isAtMost(statements.length, 29, statements.join("\n"))
       assert.isAtMost(begins, 4, statements.join("\n"))
+      // The request's usage is still recorded, inside the run's last transaction: no commit (and fsync) of its own.
+      const usage = statements.findIndex((s) => /INSERT INTO usage/i.test(s))
+      assert.isAbove(usage, statements.findLastIndex((s) => /^\s*BEGIN/i.test(s)), statements.join("\n"))
+      assert.isBelow(usage, statements.findLastIndex((s) => /^\s*COMMIT/i.test(s)), statements.join("\n"))
     }))
 })

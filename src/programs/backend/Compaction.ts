@@ -110,7 +110,7 @@ export class Compactions extends Effect.Service<Compactions>()("baton/Compaction
         const r = yield* Ref.get(recorder.record)
         yield* recorder.emit([{ type: "request_begin", attempt: requestsOf(r), purpose: "compaction" }], emptyAssembly)
         const request = modelRequest(settings, [...history, prompt, ...r.extra])
-        const meter = metered(provider, store, { conversationId: job.conversation.id, runId, purpose: "compaction" })
+        const meter = metered(provider, store, { conversationId: job.conversation.id, runId, purpose: "compaction" }, job.log.holdUsage)
         const ended = yield* streamRequest(meter, request, (answer, events) => recorder.commit(events, answer))
         yield* recorder.emit(ended.events, ended.assembly)
         const calls = toolCallsOf(ended.assembly)

@@ -144,7 +144,7 @@ export class Runs extends Effect.Service<Runs>()("baton/Runs", {
       const record = yield* Ref.make(job.resumed ?? initial)
       const lost = yield* Ref.make(job.resumed?.inRequest === true)
       const emitter = makeEmitter(log, record, job.onStopped)
-      const meter = metered(provider, store, { conversationId: conversation.id, runId: log.runId, purpose: "turn" })
+      const meter = metered(provider, store, { conversationId: conversation.id, runId: log.runId, purpose: "turn" }, log.holdUsage)
       // Set by the policy's RetryWithoutImages: the rest of the run's requests carry placeholders instead.
       const imagesDropped = yield* Ref.make(false)
       // Read by the first attempt only (see there).

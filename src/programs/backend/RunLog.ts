@@ -1,10 +1,11 @@
 import { Chunk as EChunk, Effect, Metric, Option, PubSub, Ref, Stream } from "effect"
 import type { ChunkSeqError, NotFound, StoreError, ToolCallAnswered } from "../../domain/Errors.js"
 import type { Chunk, StopReasonValue, TaskEvent } from "../../domain/Events.js"
-import type { NewItem } from "../../domain/History.js"
+import { type NewItem, records, type Write } from "../../domain/History.js"
 import type { ConversationId, Otid, RunId } from "../../domain/Ids.js"
 import type { RunStatus } from "../../domain/Run.js"
 import { ATTR, SPAN, spanOptions, Telemetry } from "../../domain/Telemetry.js"
+import type { UsageRecord } from "../../domain/Usage.js"
 import { type BatchStep, mapBatches } from "../../services/Batches.js"
 import type { Store } from "../../services/Store.js"
 import { chunksPersisted } from "./Metrics.js"
@@ -21,6 +22,11 @@ export interface RunLog {
   readonly conversationId: ConversationId
   readonly emit: (entries: ReadonlyArray<Entry>, options?: EmitOptions) => Effect.Effect<ReadonlyArray<Chunk>, WriteError>
   readonly follow: (after: number) => Stream.Stream<Chunk, NotFound | StoreError>
+  /**
+   * Holds a model request's usage for the run's next commit that records something (its
+   * request_end's, at the latest its stop's): recorded in that transaction, not in one of its own.
+   */
+  readonly holdUsage: (record: UsageRecord) => void
 }
 
 /** One streamed item; `record` also keeps it in the conversation's history ("trace" = trace only). */
@@ -98,7 +104,8 @@ export const makeRunLog = Effect.fn("RunLog.make")(function*(
   }
   // Read once per run: with no exporter installed, a commit pays for no span and no sizes.
   const telemetry = yield* Telemetry
-  const traced = (write: Parameters<Store["Type"]["commit"]>[0], last: number) =>
+  const held: Array<UsageRecord> = []
+  const traced = (write: Write, last: number) =>
     telemetry.tracing
       ? Effect.withSpan(store.commit(write), SPAN.storeCommit, spanOptions({
         [ATTR.conversationId]: conversationId,
@@ -117,7 +124,7 @@ export const makeRunLog = Effect.fn("RunLog.make")(function*(
       entries.forEach((entry, i) => {
         if (entry.record !== undefined) items.push({ item: chunks[i]!, ...(entry.record === "trace" ? { traceOnly: true } : {}) })
       })
-      yield* traced({
+      const write: Write = {
         conversationId,
         chunks,
         items: [...(options?.before ?? []), ...items, ...(options?.after ?? [])],
@@ -126,7 +133,12 @@ export const makeRunLog = Effect.fn("RunLog.make")(function*(
         ...(options?.finish !== undefined
           ? { finishRun: { runId, status: options.finish.status, stopReason: options.finish.stopReason } }
           : {})
-      }, first + chunks.length)
+      }
+      // Usage rides on a commit that records: a streamed one would leave the group commit's cheap path.
+      const usage = held.length > 0 && records(write) ? held.splice(0) : []
+      yield* traced(usage.length > 0 ? { ...write, usage } : write, first + chunks.length).pipe(
+        Effect.tapError(() => Effect.sync(() => void held.unshift(...usage)))
+      )
       yield* Ref.set(seqRef, first + chunks.length)
       if (telemetry.metrics) yield* Metric.incrementBy(chunksPersisted, chunks.length)
       if (options?.finish !== undefined) yield* options.finish.onCommitted
@@ -194,7 +206,8 @@ export const makeRunLog = Effect.fn("RunLog.make")(function*(
       })
     )
 
-  const log: RunLog = { runId, conversationId, emit, follow }
+  const holdUsage = (record: UsageRecord) => void held.push(record)
+  const log: RunLog = { runId, conversationId, emit, follow, holdUsage }
   return log
 })
 

@@ -61,7 +61,7 @@ export const layerMemory: Layer.Layer<Store> = Layer.sync(Store, () => {
 
   const runsOf = (id: ConversationId) => [...runs.values()].filter((r) => r.conversationId === id)
 
-  const { dropSteering, ...ledger } = makeMemoryLedger((id) => conversations.has(id))
+  const { addUsage, dropSteering, ...ledger } = makeMemoryLedger((id) => conversations.has(id))
 
   /**
    * A commit in two parts: what may yield (ids, encodings), then `apply`, one synchronous step that
@@ -120,6 +120,7 @@ export const layerMemory: Layer.Layer<Store> = Layer.sync(Store, () => {
         runs.set(finish.runId, { ...runs.get(finish.runId)!, status: finish.status, stopReason: finish.stopReason, updatedAt: now })
       }
       dropSteering(write.conversationId, write.takesSteering ?? [])
+      addUsage(write.usage ?? [])
       if (records(write)) touch(state, now)
       return rows
     })

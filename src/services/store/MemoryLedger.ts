@@ -26,6 +26,8 @@ export const makeMemoryLedger = (has: (id: ConversationId) => boolean) => {
         return taken
       })),
     recordUsage: (record: UsageRecord) => Effect.sync(() => void usage.push(record)),
+    /** A commit's `usage`: recorded in the commit's own synchronous step. */
+    addUsage: (records: ReadonlyArray<UsageRecord>) => void usage.push(...records),
     usage: (query?: { readonly conversationId?: ConversationId; readonly since?: number }) =>
       Effect.sync(() =>
         usage.filter((r) =>

@@ -3,6 +3,7 @@ import type { Statement } from "@effect/sql/Statement"
 import { Clock, Effect } from "effect"
 import type { ConversationId } from "../../domain/Ids.js"
 import { advanceOpenCalls, checkChunkSeqs, defaultFlags, isMessageType, type OpenCall } from "../../domain/ItemLog.js"
+import type { Chunk } from "../../domain/Events.js"
 import { type NewItem, records, type Write } from "../../domain/History.js"
 import { callAnswered, chunkCheckError, conversationNotFound, encodeEventText, newId, rejectDeltaItems, runNotFound } from "./Codec.js"
 import type { SqlEngine } from "./SqlStore.js"
@@ -69,19 +70,75 @@ export const makeCommit = (engine: SqlEngine) => {
       }
     })
 
-  return Effect.fn("Store.commit")(function*(write: Write) {
-    yield* rejectDeltaItems(write)
-    const id = write.conversationId
-    const items = write.items ?? []
-    const chunks = write.chunks ?? []
-    const finish = write.finishRun
-    const newSegment = write.newSegment === true
-    const now = yield* Clock.currentTimeMillis
-    const ids = yield* Effect.forEach(items, () => newId("msg"))
-    const bodies = items.map((i) => encodeEventText(i.item))
-    const chunkBodies = chunks.map((c) => encodeEventText(c))
+  const none = sql.literal("")
 
-    const rows = yield* transaction(Effect.gen(function*() {
+  /**
+   * Checks and stamps the write's runs in one statement a run: a run's row takes its last new seq
+   * only where it stands just before its first new chunk (and belongs to this conversation), and a
+   * finished run takes its outcome in the same statement. Only a run that did not move costs a read,
+   * to name the error exactly as a check before any write would have.
+   */
+  const stampRuns = (id: ConversationId, chunks: ReadonlyArray<Chunk>, finish: Write["finishRun"], now: number) =>
+    Effect.gen(function*() {
+      const first = new Map<string, number>()
+      for (const c of chunks) if (!first.has(c.run_id)) first.set(c.run_id, c.seq)
+      const runIds = [...new Set([...first.keys(), ...(finish === undefined ? [] : [finish.runId])])]
+      if (runIds.length === 0) return
+      // The write's own chunks follow each other, whatever the rows say: checked before any statement.
+      const own = checkChunkSeqs(chunks, (runId) => first.get(runId)! - 1)
+      /** Each stamped run's seq before this write (the read below must not see this write's own stamp). */
+      const before = new Map<string, number>()
+      let failed: string | undefined
+      if (own._tag === "Ok") {
+        for (const runId of runIds) {
+          const from = first.get(runId)
+          const last = own.lastSeqs.get(runId)
+          const ended = finish?.runId === runId ? finish : undefined
+          const moved = yield* exec(sql`UPDATE runs SET updated_at = ${now}${last === undefined ? none : sql`, last_seq = ${last}`}${
+            ended === undefined ? none : sql`, status = ${ended.status}, stop_reason = ${ended.stopReason}`
+          } WHERE id = ${runId} AND conversation_id = ${id}${from === undefined ? none : sql` AND last_seq = ${from - 1}`} RETURNING id`)
+          if (moved.length === 0) {
+            failed = runId
+            break
+          }
+          if (from !== undefined) before.set(runId, from - 1)
+        }
+        if (failed === undefined) return
+      }
+      const seqs = yield* exec(q.runSeqs(id, runIds)).pipe(Effect.flatMap(decodeRows(RunSeqRow, source)))
+      const known = new Map(seqs.map((r) => [r.id, before.get(r.id) ?? r.last_seq]))
+      const check = checkChunkSeqs(chunks, (runId) => known.get(runId))
+      if (check._tag !== "Ok") return yield* chunkCheckError(check)
+      if (finish !== undefined && !known.has(finish.runId)) return yield* runNotFound(finish.runId)
+      // Another writer moved the run between the statement and the read: the same refusal, from what the read saw.
+      const last = failed === undefined ? undefined : known.get(failed)
+      if (failed === undefined || last === undefined) return yield* runNotFound(failed ?? runIds[0]!)
+      return yield* chunkCheckError({ _tag: "SeqGap", runId: failed, expected: last + 1, got: first.get(failed)! })
+    })
+
+  /** What a write needs before its transaction: checked, stamped, its items' ids drawn and bodies encoded. */
+  const prepare = (write: Write) =>
+    Effect.gen(function*() {
+      yield* rejectDeltaItems(write)
+      const items = write.items ?? []
+      const chunks = write.chunks ?? []
+      return {
+        now: yield* Clock.currentTimeMillis,
+        ids: yield* Effect.forEach(items, () => newId("msg")),
+        bodies: items.map((i) => encodeEventText(i.item)),
+        chunkBodies: chunks.map((c) => encodeEventText(c))
+      }
+    })
+
+  /** The write's statements, inside a transaction its caller holds. */
+  const statements = (write: Write, prepared: Effect.Effect.Success<ReturnType<typeof prepare>>) =>
+    Effect.gen(function*() {
+      const { bodies, chunkBodies, ids, now } = prepared
+      const id = write.conversationId
+      const items = write.items ?? []
+      const chunks = write.chunks ?? []
+      const finish = write.finishRun
+      const newSegment = write.newSegment === true
       // Writing first also keeps SQLite from failing later with SQLITE_BUSY_SNAPSHOT against another process.
       // Recording something makes the conversation the most recent; streamed chunks alone do not.
       const head_ = records(write) ? q.advanceHead(id, now, items.length, newSegment) : q.holdHead(id)
@@ -95,12 +152,7 @@ export const makeCommit = (engine: SqlEngine) => {
         if (closed !== undefined) return yield* callAnswered(id, closed)
       }
 
-      const runIds = [...new Set([...chunks.map((c) => c.run_id), ...(finish === undefined ? [] : [finish.runId])])]
-      const seqs = runIds.length === 0 ? [] : yield* exec(q.runSeqs(id, runIds)).pipe(Effect.flatMap(decodeRows(RunSeqRow, source)))
-      const known = new Map(seqs.map((r) => [r.id, r.last_seq]))
-      const check = checkChunkSeqs(chunks, (runId) => known.get(runId))
-      if (check._tag !== "Ok") return yield* chunkCheckError(check)
-      if (finish !== undefined && !known.has(finish.runId)) return yield* runNotFound(finish.runId)
+      yield* stampRuns(id, chunks, finish, now)
 
       const first = head.last_position - items.length + 1
       const rows = items.map((n, i): ItemInsert => {
@@ -124,18 +176,36 @@ export const makeCommit = (engine: SqlEngine) => {
 
       const chunkRows = chunks.map((c, i) => ({ run_id: c.run_id, seq: c.seq, body: chunkBodies[i]! }))
       for (const batch of batches(chunkRows)) yield* exec(sql`INSERT INTO chunks ${sql.insert(batch)}`)
-      for (const [runId, lastSeq] of check.lastSeqs) {
-        yield* exec(sql`UPDATE runs SET last_seq = ${lastSeq}, updated_at = ${now} WHERE id = ${runId}`)
-      }
       const taken = write.takesSteering ?? []
       if (taken.length > 0) yield* exec(q.dropSteering(id, taken))
-      if (finish !== undefined) {
-        yield* exec(sql`UPDATE runs SET status = ${finish.status}, stop_reason = ${finish.stopReason}, updated_at = ${now}
-          WHERE id = ${finish.runId}`)
+      const usage = write.usage ?? []
+      if (usage.length > 0) {
+        yield* exec(sql`INSERT INTO usage ${sql.insert(usage.map((r) => ({
+          conversation_id: r.conversation_id,
+          run_id: r.run_id ?? null,
+          purpose: r.purpose,
+          model: r.model,
+          input_tokens: r.input_tokens,
+          output_tokens: r.output_tokens,
+          cache_read_tokens: r.cache_read_tokens,
+          cache_write_tokens: r.cache_write_tokens,
+          created_at: r.created_at
+        })))}`)
       }
       return rows
-    })).pipe(retry, guard)
+    })
 
+  const commit = Effect.fn("Store.commit")(function*(write: Write) {
+    const prepared = yield* prepare(write)
+    const rows = yield* transaction(statements(write, prepared)).pipe(retry, guard)
     return yield* toStoredItems(source)(rows)
   })
+
+  /**
+   * The same write inside a transaction the caller already holds (createRun records its input so):
+   * no savepoint of its own, so a failure here fails the caller's whole transaction.
+   */
+  const within = (write: Write) => Effect.flatMap(prepare(write), (prepared) => statements(write, prepared))
+
+  return { commit, within }
 }

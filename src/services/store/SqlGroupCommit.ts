@@ -69,9 +69,10 @@ type Outcomes = Map<Pending, Exit.Exit<ReadonlyArray<StoredItem>, CommitError>>
 /** Commits taken into one transaction at most (the rest wait for the next one). */
 const MAX_GROUP = 2048
 
-/** Only streamed chunks: no history items, no run finished, no new segment. */
+/** Only streamed chunks: no history items, no run finished, no new segment, no usage. */
 const isStreamOnly = (write: Write): boolean =>
-  (write.items ?? []).length === 0 && write.finishRun === undefined && write.newSegment !== true && (write.chunks ?? []).length > 0
+  (write.items ?? []).length === 0 && write.finishRun === undefined && write.newSegment !== true && (write.usage ?? []).length === 0 &&
+  (write.chunks ?? []).length > 0
 
 /** Which streamed commits continue their runs' seqs (in group order), the chunks they add, and the runs' new last seqs. */
 const check = (group: ReadonlyArray<Pending>, rows: ReadonlyArray<RunRow>) => {

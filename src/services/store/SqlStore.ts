@@ -61,7 +61,7 @@ export const makeSqlStore = (engine: SqlEngine) => {
   const conversations = (rows: ReadonlyArray<unknown>) =>
     Effect.flatMap(decodeRows(ConversationRow, source)(rows), Effect.forEach(toConversation(source)))
   const runs = toRuns(source)
-  const commit = makeCommit(engine)
+  const { commit, within } = makeCommit(engine)
 
   const segmentOf = (id: ConversationId) =>
     Effect.flatMap(exec(q.conversationHead(id)).pipe(Effect.flatMap(decodeRows(SegmentRow, source))), ([head]) =>
@@ -229,7 +229,8 @@ export const makeSqlStore = (engine: SqlEngine) => {
           })
         }`)
         if (input !== undefined) {
-          yield* commit({ conversationId: id, ...input }).pipe(Effect.catchTag("ChunkSeqError", Effect.die))
+          // In this transaction itself, not a savepoint of it: the run and its input stand or fall together.
+          yield* within({ conversationId: id, ...input }).pipe(Effect.catchTag("ChunkSeqError", Effect.die))
         }
         return { run: created, created: true }
       })).pipe(retry, run)

@@ -72,4 +72,22 @@ export const ledgerContract = (makeStore: MakeStore) =>
         assert.deepStrictEqual(yield* store.usage({ conversationId: a.id }), [records[0]!, records[2]!])
         assert.deepStrictEqual(yield* store.usage({ since: 2_000 }), [records[1]!, records[2]!])
       }).pipe(Effect.provide(makeStore())))
+
+    it.effect("a commit's usage is recorded with it, and not at all when the commit fails", () =>
+      Effect.gen(function*() {
+        const store = yield* Store
+        const a = yield* newConversation
+        const kept = [usage(a.id, 1_000, "turn", 10), usage(a.id, 1_000, "compaction", 30)]
+        const failed = yield* Effect.flip(store.commit({
+          conversationId: a.id,
+          items: [{ item: steer("one") }],
+          expectOpen: [ToolCallId.make("call-none")],
+          usage: [usage(a.id, 500, "turn", 5)]
+        }))
+        assert.strictEqual(failed._tag, "ToolCallAnswered")
+        assert.deepStrictEqual(yield* store.usage(), [])
+        yield* store.commit({ conversationId: a.id, items: [{ item: steer("one") }], usage: kept })
+        assert.deepStrictEqual(yield* store.usage(), kept)
+        assert.deepStrictEqual((yield* store.listItems(a.id)).map((s) => s.item), [steer("one")])
+      }).pipe(Effect.provide(makeStore())))
   })

@@ -173,6 +173,21 @@ export const runContract = (makeStore: MakeStore) =>
         assert.strictEqual((yield* readAll(run.id, 512)).length, 188)
       }).pipe(Effect.provide(makeStore())))
 
+    it.effect("a write to two runs whose second has a gap names the second, and leaves the first where it stood", () =>
+      Effect.gen(function*() {
+        const store = yield* Store
+        const c = yield* newConversation
+        const done = (yield* store.createRun(c.id, Otid.make("a"), "turn")).run
+        yield* store.commit({ conversationId: c.id, finishRun: { runId: done.id, status: "completed", stopReason: "end_turn" } })
+        const run = (yield* store.createRun(c.id, Otid.make("b"), "turn")).run
+        const e = yield* Effect.flip(store.commit({ conversationId: c.id, chunks: [chunk(done.id, 1), chunk(run.id, 5)] }))
+        const seen: ReadonlyArray<string | number> = e._tag === "ChunkSeqError" ? [e._tag, e.runId, e.expected, e.got] : [e._tag]
+        assert.deepStrictEqual(seen, ["ChunkSeqError", run.id, 1, 5])
+        assert.strictEqual((yield* store.getRun(done.id)).lastSeq, 0)
+        assert.strictEqual((yield* store.getRun(done.id)).status, "completed")
+        assert.deepStrictEqual(yield* readAll(done.id), [])
+      }).pipe(Effect.provide(makeStore())))
+
     it.effect("a seq gap, a repeat or an unknown run fails the whole write and keeps nothing of it", () =>
       Effect.gen(function*() {
         const store = yield* Store

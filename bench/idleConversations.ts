@@ -8,7 +8,10 @@
  * bytes per conversation: a least-squares fit over ten checkpoints, since RSS after a collection
  * still moves by tens of megabytes between samples (V8 keeps heap it committed: heapTotal is two to
  * three times heapUsed here). The heap row is what is still referenced. Passivated, a conversation
- * should leave nothing in memory but what the store holds on disk.
+ * should leave nothing in memory but what the store holds on disk. Two bounded things grow early and
+ * then stop, which the warm-up and the span's start absorb: SQLite's page cache (16 MB, the
+ * better-sqlite3 build's default; a conversation with the default system prompt is ~6 KB of file,
+ * so it fills within ~2,500 conversations) and V8's optimized code as more paths get hot.
  * BENCH_IDLE_MAX (default 10,000: a conversation costs the server ~35 ms of CPU, so 100,000 is about
  * an hour) is the last checkpoint, the first a tenth of it; BENCH_IDLE_MAX=100000 is the
  * 10,000 → 100,000 span. Each checkpoint is printed on stderr as it is taken.

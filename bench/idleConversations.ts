@@ -4,14 +4,15 @@
  * CONCURRENCY at a time, and left idle past the server's passivation time (`--passivation`, short
  * here so the run does not wait 30 s at each checkpoint). At each checkpoint the server collects
  * garbage and reports its RSS (/proc/self/status VmRSS) and V8 heap (the memory.cjs preload). The
- * row is the RSS slope from the first checkpoint after a 1,000-conversation warm-up to the last, in
- * bytes per conversation: a least-squares fit over ten checkpoints, since RSS after a collection
- * still moves by tens of megabytes between samples (V8 keeps heap it committed: heapTotal is two to
- * three times heapUsed here). The heap row is what is still referenced. Passivated, a conversation
- * should leave nothing in memory but what the store holds on disk. Two bounded things grow early and
- * then stop, which the warm-up and the span's start absorb: SQLite's page cache (16 MB, the
- * better-sqlite3 build's default; a conversation with the default system prompt is ~6 KB of file,
- * so it fills within ~2,500 conversations) and V8's optimized code as more paths get hot.
+ * row is the RSS slope from the first checkpoint after a 3,000-conversation warm-up to the last, in
+ * bytes per conversation: a least-squares fit over ten checkpoints. Each checkpoint takes the least
+ * of three reports a second apart: the first, just after a burst of work, is often tens of
+ * megabytes higher (memory freed but not yet returned), the next ones agree to within a megabyte.
+ * The heap row is what is still referenced. Passivated, a conversation should leave nothing in
+ * memory but what the store holds on disk. Two bounded things grow early and then stop, which the
+ * warm-up absorbs: SQLite's page cache (16 MB, the better-sqlite3 build's default; a conversation
+ * with the default system prompt is ~6 KB of file, so it fills within ~2,600 conversations) and
+ * V8's optimized code as more paths get hot.
  * BENCH_IDLE_MAX (default 10,000: a conversation costs the server ~35 ms of CPU, so 100,000 is about
  * an hour) is the last checkpoint, the first a tenth of it; BENCH_IDLE_MAX=100000 is the
  * 10,000 → 100,000 span. Each checkpoint is printed on stderr as it is taken.
@@ -25,9 +26,11 @@ import { processCpuMs } from "./sendCost.js"
 import type { Row } from "./support/Table.js"
 
 const MAX = Number(process.env["BENCH_IDLE_MAX"] ?? 10_000)
-const WARM = 1_000
+/** Past the fill of SQLite's page cache (below), which would otherwise read as memory per conversation. */
+const WARM = 3_000
 const CONCURRENCY = 50
 const PASSIVATION_MS = 1_000
+const READINGS = 3
 /** Ten, a tenth of MAX apart: the fit over all of them steadies a figure each sample moves by megabytes. */
 const CHECKPOINTS = Array.from({ length: 10 }, (_, i) => Math.round((MAX * (i + 1)) / 10))
 const memoryPreload = Path.join(import.meta.dirname, "support", "memory.cjs")
@@ -92,18 +95,30 @@ const converseRange = async (base: string, from: number, to: number) => {
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
-/** Idle past passivation, then the server's memory after a full collection. */
-const sample = async (s: Server, conversations: number): Promise<Sample> => {
-  await sleep(PASSIVATION_MS * 2 + 500)
+/** The server's memory after a full collection, as it reports it (memory.cjs). */
+const report = async (s: Server) => {
   Fs.rmSync(s.memoryFile, { force: true })
   process.kill(s.pid, "SIGUSR2")
   for (let waited = 0; !Fs.existsSync(s.memoryFile); waited += 50) {
     if (waited > 120_000) throw new Error("the server never reported its memory")
     await sleep(50)
   }
-  const m = JSON.parse(Fs.readFileSync(s.memoryFile, "utf8"))
-  process.stderr.write(`idle-conversations: ${conversations} → ${JSON.stringify(m)}\n`)
-  return { conversations, rssKb: m.rssKb, heapUsed: m.heapUsed }
+  return JSON.parse(Fs.readFileSync(s.memoryFile, "utf8"))
+}
+
+/**
+ * Idle past passivation, then the least of READINGS reports a second apart: the memory the
+ * allocator kept from the last burst of work comes and goes, what conversations hold stays.
+ */
+const sample = async (s: Server, conversations: number): Promise<Sample> => {
+  await sleep(PASSIVATION_MS * 2 + 500)
+  const readings: Array<{ readonly rssKb: number; readonly heapUsed: number }> = []
+  for (let i = 0; i < READINGS; i++) {
+    if (i > 0) await sleep(1_000)
+    readings.push(await report(s))
+  }
+  process.stderr.write(`idle-conversations: ${conversations} → ${JSON.stringify(readings)}\n`)
+  return { conversations, rssKb: Math.min(...readings.map((r) => r.rssKb)), heapUsed: Math.min(...readings.map((r) => r.heapUsed)) }
 }
 
 /** The least-squares slope of y over x. */

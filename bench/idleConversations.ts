@@ -159,7 +159,7 @@ export const idleConversationRows: Effect.Effect<ReadonlyArray<Row>> = Effect.ge
         unit: "B",
         target: "≤ 1 KB",
         met: rssSlope <= 1024,
-        note: `RSS after a full GC, ${samples.map((x) => `${n(x.conversations)}: ${(x.rssKb / 1024).toFixed(1)} MB`).join(", ")}; passivation ${PASSIVATION_MS} ms; ${cpuPer.toFixed(1)} ms server CPU per conversation (create + one send)`
+        note: `RSS after a full GC (least of ${READINGS} reports a second apart), ${samples.map((x) => `${n(x.conversations)}: ${(x.rssKb / 1024).toFixed(1)} MB`).join(", ")}; passivation ${PASSIVATION_MS} ms; ${cpuPer.toFixed(1)} ms server CPU per conversation (create + one send)`
       },
       {
         figure: "idle-conversations: V8 heap per idle conversation",

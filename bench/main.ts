@@ -12,6 +12,7 @@ import * as Path from "node:path"
 import { admissionRows } from "./admission.js"
 import { clusterRows } from "./cluster.js"
 import { conversationRows } from "./conversations.js"
+import { idleConversationRows } from "./idleConversations.js"
 import { installRows } from "./install.js"
 import { providerRows } from "./ProviderThroughput.js"
 import { remoteRows } from "./RemoteStream.js"
@@ -58,6 +59,7 @@ const sections: ReadonlyArray<readonly [string, Effect.Effect<ReadonlyArray<Row>
   ["sandbox", sandboxRows],
   ["cluster", clusterRows],
   ["admission", admissionRows],
+  ["idle-conversations", idleConversationRows],
   ["install", installRows]
 ]
 

@@ -86,6 +86,12 @@ const serve = Command.make(
       Options.withFallbackConfig(Config.integer("BATON_SHARD_LOCK_EXPIRATION_MS")),
       Options.withDescription("With --cluster: how long a lost runner's conversations wait for a new owner (default 10000; BATON_SHARD_LOCK_EXPIRATION_MS)"),
       Options.optional
+    ),
+    passivation: Options.integer("passivation").pipe(
+      Options.withPseudoName("MS"),
+      Options.withFallbackConfig(Config.integer("BATON_PASSIVATION_MS")),
+      Options.withDescription("How long an idle conversation stays in memory before only the store holds it (default 30000; BATON_PASSIVATION_MS)"),
+      Options.optional
     )
   },
   (a) =>
@@ -106,7 +112,8 @@ const serve = Command.make(
           cluster: a.cluster,
           runnerHost: Option.getOrUndefined(a.runnerHost),
           runnerPort: Option.getOrUndefined(a.runnerPort),
-          shardLockExpirationMs: Option.getOrUndefined(a.shardLockExpiration)
+          shardLockExpirationMs: Option.getOrUndefined(a.shardLockExpiration),
+          passivationMs: Option.getOrUndefined(a.passivation)
         }
       ), { metrics: true })
 ).pipe(Command.withDescription("Host conversations over HTTP + SSE for clients using --server (runs survive disconnects)"))

@@ -40,6 +40,17 @@ const blockingStore = (blocked: Deferred.Deferred<ConversationId>, entered: Defe
     })
   ).pipe(Layer.provide(layerMemory))
 
+/** The Memory store, counting whole-segment reads (a conversation's context loaded into memory). */
+const segmentLoads = { count: 0 }
+const countingSegments = Layer.effect(
+  Store,
+  Effect.map(Store, (store) =>
+    Store.of({
+      ...store,
+      segmentItems: (id, segment) => Effect.suspend(() => (segmentLoads.count++, store.segmentItems(id, segment)))
+    }))
+).pipe(Layer.provide(layerMemory))
+
 describe("conversation actors in one process", () => {
   it.scoped("an idle actor is passivated (no actor left) and its next command re-activates it from the Store", () =>
     Effect.gen(function*() {
@@ -67,6 +78,23 @@ describe("conversation actors in one process", () => {
       )
       assert.strictEqual(yield* registry.live, 1)
     }).pipe(Effect.provide(Layer.merge(layerMemory, layerScripted([Turn.text("first answer"), Turn.text("second answer")])))))
+
+  it.scoped("a passivated conversation leaves its context behind: the send after passivation reads its segment from the Store again", () =>
+    Effect.gen(function*() {
+      const store = yield* Store
+      const { conversations, registry } = yield* local("10 seconds")
+      const conversation = yield* store.createConversation({ system_prompt: "" })
+      assert.strictEqual(stopOf(yield* answered(conversations, conversation.id, "one")), "end_turn")
+      const loadsAfterFirst = segmentLoads.count
+      assert.isAbove(loadsAfterFirst, 0)
+      assert.strictEqual(stopOf(yield* answered(conversations, conversation.id, "two")), "end_turn")
+      assert.strictEqual(segmentLoads.count, loadsAfterFirst, "a live actor's context is kept in memory between sends")
+      yield* awaitSleeps(1)
+      yield* TestClock.adjust("11 seconds")
+      yield* eventually(Effect.map(registry.live, (n) => n === 0), "the idle actor is passivated")
+      assert.strictEqual(stopOf(yield* answered(conversations, conversation.id, "three")), "end_turn")
+      assert.isAbove(segmentLoads.count, loadsAfterFirst, "the context left memory with the actor")
+    }).pipe(Effect.provide(Layer.merge(countingSegments, layerScripted([Turn.text("a"), Turn.text("b"), Turn.text("c")])))))
 
   it.scoped("an actor with a running job is never passivated, however long the job takes", () =>
     Effect.gen(function*() {

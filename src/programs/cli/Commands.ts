@@ -122,6 +122,7 @@ export const serve = Effect.fn("Commands.serve")(function*(args: CommonArgs, opt
   const env = yield* resolveEnv({ ...args, server: undefined }, io.cwd())
   // The cluster flags first: a runner without its database is wrong whatever the model.
   const runner = yield* Layers.runner(env, options)
+  const local = yield* Layers.passivation(options)
   const model = yield* Layers.model(env)
   const token = options.token ?? (yield* serverToken)
   const serveOptions = {
@@ -130,7 +131,7 @@ export const serve = Effect.fn("Commands.serve")(function*(args: CommonArgs, opt
     ...(token !== undefined ? { token } : {})
   }
   const server = runner === undefined
-    ? Layers.server(env, model.layer, serveOptions)
+    ? Layers.server(env, model.layer, serveOptions, local)
     : Layers.clusterServer(env, model.layer, serveOptions, runner)
   const { serve: serveProgram } = yield* serveCommand
   return yield* serveProgram(io, {

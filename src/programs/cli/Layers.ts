@@ -1,3 +1,4 @@
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Stream from "effect/Stream"
@@ -14,7 +15,7 @@ import { layerSqlite, type SqliteOptions } from "../../services/store/Sqlite.js"
 import type { Store } from "../../services/Store.js"
 import type { ToolExecutor } from "../../services/ToolExecutor.js"
 import * as ToolExecutorLive from "../../services/tools/Executor.js"
-import { layerLocal } from "../backend/BackendLocal.js"
+import { layerLocal, type LocalOptions } from "../backend/BackendLocal.js"
 import type { RunnerOptions } from "./ClusterRunner.js"
 import type { BatonServer, ServeOptions, ServerStartError } from "../server/Server.js"
 import type { BatonWeb, WebOptions, WebStartError } from "../web/WebServer.js"
@@ -98,8 +99,8 @@ const store = (env: AppEnv): Layer.Layer<Store, ConfigError | StoreError> =>
   }))
 
 /** Conversations in the store, model calls in this process. */
-const localBackend = (env: AppEnv, provider: Layer.Layer<Provider, ConfigError>): Layer.Layer<Backend, ConfigError | StoreError> =>
-  layerLocal().pipe(Layer.provide([store(env), provider]))
+const localBackend = (env: AppEnv, provider: Layer.Layer<Provider, ConfigError>, options?: LocalOptions): Layer.Layer<Backend, ConfigError | StoreError> =>
+  layerLocal(options).pipe(Layer.provide([store(env), provider]))
 
 /**
  * Where conversations and model calls live. This is the one place `--server URL` swaps the local
@@ -217,6 +218,26 @@ export const runner = (env: AppEnv, options: ServeCommandOptions): Effect.Effect
     return { url, host: options.runnerHost ?? DEFAULT_RUNNER_HOST, port, shardLockExpirationMs: expiry }
   })
 
+/**
+ * `serve --passivation MS`: how long an idle conversation's actor stays in this process, checked.
+ * Under 100 ms a conversation would be reloaded from the store between a client's calls; over a
+ * day, idle conversations would only ever leave at a restart.
+ */
+export const passivation = (options: ServeCommandOptions): Effect.Effect<LocalOptions, ConfigError> => {
+  const ms = options.passivationMs
+  if (ms === undefined) return Effect.succeed({})
+  if (!Number.isInteger(ms) || ms < 100 || ms > 86_400_000) {
+    return Effect.fail(
+      new ConfigError({
+        source: "baton serve",
+        field: "--passivation",
+        message: `--passivation / BATON_PASSIVATION_MS is in milliseconds, 100 to 86400000 (got ${ms})`
+      })
+    )
+  }
+  return Effect.succeed({ passivation: Duration.millis(ms) })
+}
+
 /** What every `baton serve` takes from the environment: new conversations' defaults and the pricing of `GET /v1/usage`. */
 const servedWith = (env: AppEnv, options: ServeOptions): ServeOptions => ({
   conversationDefaults: { system_prompt: DEFAULT_SYSTEM_PROMPT, ...conversationSettings(env) },
@@ -245,12 +266,13 @@ export const clusterServer = (
 export const server = (
   env: AppEnv,
   provider: Layer.Layer<Provider, ConfigError>,
-  options: ServeOptions
+  options: ServeOptions,
+  local?: LocalOptions
 ): Layer.Layer<BatonServer, ServerStartError | ConfigError | StoreError> =>
   Layer.unwrapEffect(
     Effect.map(
       Effect.promise(() => import("../server/Server.js")),
-      (server) => server.serve(servedWith(env, options)).pipe(Layer.provide(localBackend(env, provider)))
+      (server) => server.serve(servedWith(env, options)).pipe(Layer.provide(localBackend(env, provider, local)))
     )
   )
 

@@ -14,6 +14,8 @@ export interface ServeCommandOptions {
   readonly runnerPort?: number | undefined
   /** `--shard-lock-expiration` / BATON_SHARD_LOCK_EXPIRATION_MS. */
   readonly shardLockExpirationMs?: number | undefined
+  /** `--passivation` / BATON_PASSIVATION_MS. */
+  readonly passivationMs?: number | undefined
 }
 
 /** What the start-up lines say besides the address: the model, the store (file, or database URL without its password), whether a token guards it. */

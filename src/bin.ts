@@ -17,6 +17,6 @@ if (answer === "help") {
 } else if (answer === "version") {
   process.stdout.write(`${VERSION}\n`)
 } else {
-  capYoungGeneration(youngGenerationLimitMb(process.argv.slice(2)))
+  capYoungGeneration(youngGenerationLimitMb(process.argv.slice(2)), process.versions.v8)
   await import("./main.js")
 }

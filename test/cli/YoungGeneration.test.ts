@@ -23,7 +23,7 @@ const allocating = (limitMb: number) =>
       const require = createRequire(import.meta.url)
       import { capYoungGeneration } from ${JSON.stringify(Path.join(ROOT, "dist", "lib", "programs", "cli", "YoungGeneration.js"))}
       ${NEW_SPACE}
-      capYoungGeneration(${limitMb})
+      capYoungGeneration(${limitMb}, process.versions.v8)
       const kept = []
       for (let slice = 0; slice < 200; slice++) {
         for (let i = 0; i < 20000; i++) { const o = { slice, i, text: "x" + i }; if (i % 4 === 0) kept.push(o) }

@@ -20,7 +20,7 @@ ${b("Usage")}
   baton sessions fork <id>         a new conversation from its context  ${d("(--at N, --json)")}
   baton usage                      tokens and cost per conversation and model ${d("(--json, --conversation ID, --since YYYY-MM-DD)")}
   baton mcp list                   the workspace's MCP servers and their tools ${d("(--json)")}
-  baton serve                      host conversations over HTTP + SSE   ${d("(--host, --port, --token; --cluster)")}
+  baton serve                      host conversations over HTTP + SSE   ${d("(--host, --port, --token, --passivation MS; --cluster)")}
   baton web                        a live page for this workspace: approve, steer, stop ${d("(--port, --host, --token)")}
   baton replay <cassette>          run a recorded task again, no model needed
   baton demo [--fast]              see it work: a recorded coding task, no API key, no network

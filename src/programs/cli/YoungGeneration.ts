@@ -17,8 +17,9 @@ const KNOWN_V8 = /^(11|12|13)\./
 
 const newSpaceBytes = (): number => V8.getHeapSpaceStatistics().find((s) => s.space_name === "new_space")?.space_size ?? 0
 
-export const capYoungGeneration = (limitMb: number): void => {
-  if (!(limitMb > 0) || !KNOWN_V8.test(process.versions.v8)) return
+/** `v8Version` is the running V8's (`process.versions.v8`), read by the bin. */
+export const capYoungGeneration = (limitMb: number, v8Version: string): void => {
+  if (!(limitMb > 0) || !KNOWN_V8.test(v8Version)) return
   const limit = limitMb * 1024 * 1024
   const freeze = () => V8.setFlagsFromString("--semi-space-growth-factor=1")
   if (newSpaceBytes() >= limit) return freeze()

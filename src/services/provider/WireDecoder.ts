@@ -1,4 +1,4 @@
-import { Clock, Effect, Either, Mailbox, Stream } from "effect"
+import { Clock, Effect, Either, Mailbox, Option, Stream } from "effect"
 import { type BatchStep, mapBatches } from "../Batches.js"
 import type { ProviderError } from "../../domain/ProviderError.js"
 import { ProviderMalformed, ProviderTimeout } from "../../domain/ProviderError.js"
@@ -51,14 +51,17 @@ export const withTimeouts = (timeouts: Timeouts, provider: string) =>
         })
       )
     })
-    const reader = self.pipe(
-      Stream.runForEachChunk((chunk) =>
-        chunk.length === 0 ? Effect.void : Effect.flatMap(Clock.currentTimeMillis, (now) => {
-          started = true
-          deadline = now + timeouts.stallMs
-          return out.offerAll(chunk)
-        })
-      ),
+    // The reader pulls the source itself: `Stream.run*` would fork one more fiber per stream (the
+    // channel executor's), and the pull loop is a handful of steps a read.
+    const pull = yield* Stream.toPull(self)
+    const read: Effect.Effect<void, Option.Option<E>, R> = Effect.flatMap(pull, (chunk) =>
+      chunk.length === 0 ? read : Effect.flatMap(Clock.currentTimeMillis, (now) => {
+        started = true
+        deadline = now + timeouts.stallMs
+        return Effect.zipRight(out.offerAll(chunk), read)
+      }))
+    const reader = read.pipe(
+      Effect.catchAll((error) => (Option.isSome(error) ? Effect.fail(error.value) : Effect.void)),
       Mailbox.into(out)
     )
     yield* Effect.forkScoped(reader)

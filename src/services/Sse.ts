@@ -34,24 +34,30 @@ export const feedLines = (parser: Sse.Parser, text: string): Sse.SseError | unde
  * `retry:` fields and `:` comments carry nothing for a one-shot POST stream and are dropped by design.
  */
 export const decodeSse = <E, R>(bytes: Stream.Stream<Uint8Array, E, R>): Stream.Stream<SseEvent, E | ProviderMalformed, R> =>
-  Stream.suspend(() => {
-    const pending: Array<SseEvent> = []
-    const parser = Sse.makeParser((event) => {
-      if (event._tag === "Event") pending.push(event)
-    })
-    const text = new TextDecoder()
-    // One read in, its complete events out as one chunk: the batch every later stage keeps whole.
-    return bytes.pipe(mapBatches((reads): BatchStep<SseEvent, ProviderMalformed> => {
-      for (const read of reads) {
-        const error = feedLines(parser, text.decode(read, { stream: true }))
-        if (error !== undefined) {
-          pending.length = 0
-          return { out: [], fail: new ProviderMalformed({ reason: "undecodable_event", message: `SSE: ${error.message}` }) }
-        }
-      }
-      return { out: pending.splice(0) }
-    }))
+  Stream.suspend(() => bytes.pipe(mapBatches(sseReader())))
+
+/**
+ * The step behind `decodeSse`, for a stage that goes on with the events in the same step (a provider
+ * decodes them there, one stream stage instead of two). Made fresh for each stream: it keeps the parser.
+ */
+export const sseReader = (): (reads: Iterable<Uint8Array>) => BatchStep<SseEvent, ProviderMalformed> => {
+  const pending: Array<SseEvent> = []
+  const parser = Sse.makeParser((event) => {
+    if (event._tag === "Event") pending.push(event)
   })
+  const text = new TextDecoder()
+  // One read in, its complete events out as one chunk: the batch every later stage keeps whole.
+  return (reads) => {
+    for (const read of reads) {
+      const error = feedLines(parser, text.decode(read, { stream: true }))
+      if (error !== undefined) {
+        pending.length = 0
+        return { out: [], fail: new ProviderMalformed({ reason: "undecodable_event", message: `SSE: ${error.message}` }) }
+      }
+    }
+    return { out: pending.splice(0) }
+  }
+}
 
 /** A JSON object (not an array), as the schema's structs require. */
 export const isJsonObject = (value: unknown): value is Record<string, unknown> =>

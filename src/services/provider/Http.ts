@@ -8,9 +8,8 @@ import { ProviderConnectionLost, ProviderInvalidRequest } from "../../domain/Pro
 import { classifyFailure, errorObjectOf, parseJsonBody, retryAfterMs, sanitize, sanitizeError } from "../../domain/ProviderErrorMapping.js"
 import type { ProviderEvent, ProviderRequest } from "../../domain/ProviderEvent.js"
 import { Provider } from "../Provider.js"
-import { decodeSse, type SseEvent } from "../Sse.js"
 import type { Credentials } from "./Credentials.js"
-import { runDecoder, type Timeouts, type WireDecoder, withTimeouts } from "./WireDecoder.js"
+import { decodeBody, openWithTimeouts, type Timeouts, type WireDecoder } from "./WireDecoder.js"
 
 /** What every live layer needs; built by ProviderConfig from options and the environment. */
 export interface LiveSettings {
@@ -69,16 +68,16 @@ const transportError = (call: HttpCall) => (error: HttpClientError.HttpClientErr
 }
 
 /**
- * POSTs a JSON body and streams the SSE events of the answer. A non-2xx answer fails with the tag its
+ * POSTs a JSON body and streams the answer's bytes. A non-2xx answer fails with the tag its
  * status, headers and body call for; a dropped connection is ProviderConnectionLost; both timeouts apply.
  */
-export const streamSse = (client: HttpClient.HttpClient, call: HttpCall): Stream.Stream<SseEvent, ProviderError> => {
+const requestBytes = (client: HttpClient.HttpClient, call: HttpCall): Stream.Stream<Uint8Array, ProviderError> => {
   const secrets = secretsOf(call.apiKey)
   const request = HttpClientRequest.post(call.url).pipe(
     HttpClientRequest.setHeaders({ accept: "text/event-stream", ...call.headers }),
     HttpClientRequest.bodyUnsafeJson(call.body)
   )
-  const bytes = Stream.unwrapScoped(Effect.gen(function*() {
+  return openWithTimeouts(call.timeouts, call.provider)(Effect.gen(function*() {
     yield* Effect.logDebug("provider request").pipe(
       Effect.annotateLogs({ provider: call.provider, url: call.url, headers: Headers.redact(request.headers, ["authorization", "x-api-key"]) })
     )
@@ -103,7 +102,6 @@ export const streamSse = (client: HttpClient.HttpClient, call: HttpCall): Stream
       )
     )
   }))
-  return bytes.pipe(withTimeouts(call.timeouts, call.provider), decodeSse)
 }
 
 /**
@@ -116,8 +114,8 @@ export const streamEvents = (
   decoder: () => WireDecoder
 ): Stream.Stream<ProviderEvent, ProviderError> => {
   const secrets = secretsOf(call.apiKey)
-  return streamSse(client, call).pipe(
-    runDecoder(call.provider, decoder),
+  return requestBytes(client, call).pipe(
+    decodeBody(call.provider, decoder),
     Stream.mapError((error) => sanitizeError(error, secrets)),
     Stream.tapError((error) =>
       Effect.logDebug("provider request failed").pipe(

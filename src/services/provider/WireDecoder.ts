@@ -1,9 +1,9 @@
-import { Clock, Effect, Either, Mailbox, Option, Stream } from "effect"
+import { type Chunk, Clock, Effect, Either, Mailbox, Option, type Scope, Stream } from "effect"
 import { type BatchStep, mapBatches } from "../Batches.js"
 import type { ProviderError } from "../../domain/ProviderError.js"
 import { ProviderMalformed, ProviderTimeout } from "../../domain/ProviderError.js"
 import type { ProviderEvent } from "../../domain/ProviderEvent.js"
-import type { SseEvent } from "../Sse.js"
+import { type SseEvent, sseReader } from "../Sse.js"
 
 /**
  * The byte-level half of every live Provider above SSE framing (services/Sse.ts): first-byte / stall
@@ -18,16 +18,23 @@ export interface Timeouts {
 }
 
 /**
- * Fails with ProviderTimeout when the stream stays silent too long: until its first chunk (which, for a
- * stream built with `Stream.unwrapScoped`, includes sending the request) `firstByteMs`, then `stallMs`
- * after each chunk. Raw byte chunks count as liveness, so SSE comments used as keep-alives
- * (OpenRouter) keep a stream alive. One reader fiber and one watchdog per stream, the watchdog
- * re-armed by each read: no timer or fiber per read. Reads that arrive while the reader's consumer is
- * busy reach it together, as one batch. Before the first chunk the watchdog looks every `stallMs` at
- * most, so the stall deadline holds whichever timeout is longer.
+ * Fails with ProviderTimeout when the stream stays silent too long: until its first chunk
+ * `firstByteMs`, then `stallMs` after each chunk. Raw byte chunks count as liveness, so SSE comments
+ * used as keep-alives (OpenRouter) keep a stream alive. One reader fiber and one watchdog per stream,
+ * the watchdog re-armed by each read: no timer or fiber per read. Reads that arrive while the reader's
+ * consumer is busy reach it together, as one batch. Before the first chunk the watchdog looks every
+ * `stallMs` at most, so the stall deadline holds whichever timeout is longer.
  */
 export const withTimeouts = (timeouts: Timeouts, provider: string) =>
 <A, E, R>(self: Stream.Stream<A, E, R>): Stream.Stream<A, E | ProviderTimeout, R> =>
+  openWithTimeouts(timeouts, provider)(Effect.succeed(self))
+
+/**
+ * `withTimeouts` over a stream that `open` makes (sending a request, say): the reader runs `open`
+ * itself, in the stream's scope, so the first-byte wait covers it, and no stage of its own wraps it.
+ */
+export const openWithTimeouts = (timeouts: Timeouts, provider: string) =>
+<A, E, R>(open: Effect.Effect<Stream.Stream<A, E, R>, E, R | Scope.Scope>): Stream.Stream<A, E | ProviderTimeout, Exclude<R, Scope.Scope>> =>
   Stream.unwrapScoped(Effect.gen(function*() {
     const out = yield* Mailbox.make<A, E | ProviderTimeout>({ capacity: READ_AHEAD })
     let started = false
@@ -53,14 +60,17 @@ export const withTimeouts = (timeouts: Timeouts, provider: string) =>
     })
     // The reader pulls the source itself: `Stream.run*` would fork one more fiber per stream (the
     // channel executor's), and the pull loop is a handful of steps a read.
-    const pull = yield* Stream.toPull(self)
-    const read: Effect.Effect<void, Option.Option<E>, R> = Effect.flatMap(pull, (chunk) =>
-      chunk.length === 0 ? read : Effect.flatMap(Clock.currentTimeMillis, (now) => {
-        started = true
-        deadline = now + timeouts.stallMs
-        return Effect.zipRight(out.offerAll(chunk), read)
-      }))
-    const reader = read.pipe(
+    const read = (pull: Effect.Effect<Chunk.Chunk<A>, Option.Option<E>, R>): Effect.Effect<void, Option.Option<E>, R> =>
+      Effect.flatMap(pull, (chunk) =>
+        chunk.length === 0 ? read(pull) : Effect.flatMap(Clock.currentTimeMillis, (now) => {
+          started = true
+          deadline = now + timeouts.stallMs
+          return Effect.zipRight(out.offerAll(chunk), read(pull))
+        }))
+    const reader = open.pipe(
+      Effect.flatMap(Stream.toPull),
+      Effect.mapError(Option.some),
+      Effect.flatMap(read),
       Effect.catchAll((error) => (Option.isSome(error) ? Effect.fail(error.value) : Effect.void)),
       Mailbox.into(out)
     )
@@ -94,21 +104,39 @@ export interface WireDecoder {
 export const runDecoder = (provider: string, make: () => WireDecoder) =>
 <E, R>(events: Stream.Stream<SseEvent, E, R>): Stream.Stream<ProviderEvent, E | ProviderError, R> =>
   Stream.suspend(() => {
-    const decoder = make()
-    return events.pipe(mapBatches(
-      (batch): BatchStep<ProviderEvent, ProviderError> => {
-        const out: Array<ProviderEvent> = []
-        for (const event of batch) {
-          const decoded = decoder.onEvent(event)
-          if (Either.isLeft(decoded)) return { out, fail: decoded.left }
-          for (const e of decoded.right.events) out.push(e)
-          if (decoded.right.done) return { out, stop: true }
-        }
-        return { out }
-      },
-      () => new ProviderMalformed({ reason: "truncated", message: `${provider}: stream ended before ${decoder.terminal}` })
-    ))
+    const { step, onEnd } = decoding(provider, make())
+    return events.pipe(mapBatches(step, onEnd))
   })
+
+/**
+ * Body bytes → provider events in one stream stage: SSE framing, then the decoder, in the same step
+ * (`decodeSse` and `runDecoder` one after the other, without a channel between them).
+ */
+export const decodeBody = (provider: string, make: () => WireDecoder) =>
+<E, R>(bytes: Stream.Stream<Uint8Array, E, R>): Stream.Stream<ProviderEvent, E | ProviderError, R> =>
+  Stream.suspend(() => {
+    const sse = sseReader()
+    const { step, onEnd } = decoding(provider, make())
+    return bytes.pipe(mapBatches((reads): BatchStep<ProviderEvent, ProviderError> => {
+      const framed = sse(reads)
+      if (framed.fail !== undefined) return { out: [], fail: framed.fail }
+      return framed.out.length === 0 ? { out: [] } : step(framed.out)
+    }, onEnd))
+  })
+
+const decoding = (provider: string, decoder: WireDecoder) => ({
+  step: (batch: Iterable<SseEvent>): BatchStep<ProviderEvent, ProviderError> => {
+    const out: Array<ProviderEvent> = []
+    for (const event of batch) {
+      const decoded = decoder.onEvent(event)
+      if (Either.isLeft(decoded)) return { out, fail: decoded.left }
+      for (const e of decoded.right.events) out.push(e)
+      if (decoded.right.done) return { out, stop: true }
+    }
+    return { out }
+  },
+  onEnd: () => new ProviderMalformed({ reason: "truncated", message: `${provider}: stream ended before ${decoder.terminal}` })
+})
 
 export const undecodable = (provider: string, what: string) =>
   Either.left(new ProviderMalformed({ reason: "undecodable_event", message: `${provider}: ${what}` }))

@@ -147,23 +147,26 @@ export const makeLive = (spec: WireSpec, settings: LiveSettings): Effect.Effect<
   Effect.map(HttpClient.HttpClient, (client) => {
     const url = `${settings.baseUrl}${spec.path}`
     const credentials = settings.credentials
-    const key = credentials?.current ?? Effect.succeed(settings.apiKey)
+    const open = (request: ProviderRequest, apiKey: Option.Option<Redacted.Redacted<string>>) =>
+      streamEvents(client, {
+        provider: spec.provider,
+        url,
+        headers: { "content-type": "application/json", ...spec.headers(apiKey) },
+        body: spec.encode(request, settings),
+        apiKey,
+        timeouts: settings.timeouts
+      }, spec.decoder(secretsOf(apiKey)))
     return Provider.of({
       model: settings.model,
       stream: (request) =>
-        Stream.unwrap(Effect.map(key, (apiKey) => {
-          const events = streamEvents(client, {
-            provider: spec.provider,
-            url,
-            headers: { "content-type": "application/json", ...spec.headers(apiKey) },
-            body: spec.encode(request, settings),
-            apiKey,
-            timeouts: settings.timeouts
-          }, spec.decoder(secretsOf(apiKey)))
-          // A refused key is re-read at once (apiKeyHelper), so the next request can carry a new one.
-          return credentials === undefined
-            ? events
-            : Stream.tapError(events, (error) => (error._tag === "ProviderAuth" ? credentials.rejected(apiKey) : Effect.void))
-        }))
+        credentials === undefined
+          // A fixed key: no effect to run first, so no stage to run it in.
+          ? Stream.suspend(() => open(request, settings.apiKey))
+          : Stream.unwrap(Effect.map(credentials.current, (apiKey) =>
+            // A refused key is re-read at once (apiKeyHelper), so the next request can carry a new one.
+            Stream.tapError(
+              open(request, apiKey),
+              (error) => (error._tag === "ProviderAuth" ? credentials.rejected(apiKey) : Effect.void)
+            )))
     })
   })

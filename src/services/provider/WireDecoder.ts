@@ -1,4 +1,4 @@
-import { type Chunk, Clock, Effect, Either, Mailbox, Option, type Scope, Stream } from "effect"
+import { Channel, type Chunk, Clock, Effect, Either, Mailbox, Option, Scope, Stream } from "effect"
 import { type BatchStep, mapBatches } from "../Batches.js"
 import type { ProviderError } from "../../domain/ProviderError.js"
 import { ProviderMalformed, ProviderTimeout } from "../../domain/ProviderError.js"
@@ -35,7 +35,18 @@ export const withTimeouts = (timeouts: Timeouts, provider: string) =>
  */
 export const openWithTimeouts = (timeouts: Timeouts, provider: string) =>
 <A, E, R>(open: Effect.Effect<Stream.Stream<A, E, R>, E, R | Scope.Scope>): Stream.Stream<A, E | ProviderTimeout, Exclude<R, Scope.Scope>> =>
-  Stream.unwrapScoped(Effect.gen(function*() {
+  Stream.fromChannel(Channel.acquireUseRelease(
+    Effect.flatMap(Scope.make(), (scope) => Effect.map(Scope.extend(setUp(timeouts, provider, open), scope), (out) => ({ out, scope }))),
+    ({ out }) => Mailbox.toChannel(out),
+    ({ scope }, exit) => Scope.close(scope, exit)
+  ))
+
+/**
+ * The mailbox the consumer reads, with the reader and the watchdog forked in the caller's scope. A
+ * channel that holds its own scope costs fewer steps than `Stream.unwrapScoped` (a stream of streams).
+ */
+const setUp = <A, E, R>(timeouts: Timeouts, provider: string, open: Effect.Effect<Stream.Stream<A, E, R>, E, R | Scope.Scope>) =>
+  Effect.gen(function*() {
     const out = yield* Mailbox.make<A, E | ProviderTimeout>({ capacity: READ_AHEAD })
     let started = false
     let deadline = (yield* Clock.currentTimeMillis) + timeouts.firstByteMs
@@ -67,17 +78,21 @@ export const openWithTimeouts = (timeouts: Timeouts, provider: string) =>
           deadline = now + timeouts.stallMs
           return Effect.zipRight(out.offerAll(chunk), read(pull))
         }))
+    // The request and the body's pull live in the reader's own scope: released by the reader as it
+    // ends or is interrupted, never while it still pulls.
     const reader = open.pipe(
       Effect.flatMap(Stream.toPull),
       Effect.mapError(Option.some),
       Effect.flatMap(read),
+      Effect.scoped,
       Effect.catchAll((error) => (Option.isSome(error) ? Effect.fail(error.value) : Effect.void)),
       Mailbox.into(out)
     )
-    yield* Effect.forkScoped(reader)
-    yield* Effect.forkScoped(watchdog)
-    return Mailbox.toStream(out)
-  }))
+    // Set up uninterruptibly (the channel's acquire): the fibers themselves must stay interruptible.
+    yield* Effect.forkScoped(Effect.interruptible(reader))
+    yield* Effect.forkScoped(Effect.interruptible(watchdog))
+    return out
+  })
 
 /** Reads the reader may get ahead of its consumer by. */
 const READ_AHEAD = 16

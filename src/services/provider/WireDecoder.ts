@@ -31,7 +31,7 @@ export const withTimeouts = (timeouts: Timeouts, provider: string) =>
 
 /**
  * `withTimeouts` over a stream that `open` makes (sending a request, say): the reader runs `open`
- * itself, in the stream's scope, so the first-byte wait covers it, and no stage of its own wraps it.
+ * itself, in its own scope, so the first-byte wait covers it, and no stage of its own wraps it.
  */
 export const openWithTimeouts = (timeouts: Timeouts, provider: string) =>
 <A, E, R>(open: Effect.Effect<Stream.Stream<A, E, R>, E, R | Scope.Scope>): Stream.Stream<A, E | ProviderTimeout, Exclude<R, Scope.Scope>> =>

@@ -1,5 +1,5 @@
 import * as Sse from "@effect/experimental/Sse"
-import { Chunk as EChunk, Either, ParseResult, Schema, Stream } from "effect"
+import { Either, ParseResult, Schema, Stream } from "effect"
 import { ProviderMalformed } from "../domain/ProviderError.js"
 import { type BatchStep, mapBatches } from "./Batches.js"
 import { makeSseParser } from "./SseParser.js"
@@ -17,21 +17,26 @@ export type SseEvent = Sse.Event
  * comments carry nothing for a one-shot POST stream and are dropped by design.
  */
 export const decodeSse = <E, R>(bytes: Stream.Stream<Uint8Array, E, R>): Stream.Stream<SseEvent, E | ProviderMalformed, R> =>
-  Stream.suspend(() => {
-    const parser = makeSseParser()
-    const text = new TextDecoder()
-    // One read in, its complete events out as one chunk: the batch every later stage keeps whole.
-    return bytes.pipe(mapBatches((reads): BatchStep<SseEvent, ProviderMalformed> => {
-      if (reads.length === 1) return framed(parser.feed(text.decode(EChunk.unsafeHead(reads), { stream: true })))
-      const out: Array<SseEvent> = []
-      for (const read of reads) {
-        const { error, events } = parser.feed(text.decode(read, { stream: true }))
-        if (error !== undefined) return framed({ events: [], error })
-        for (const event of events) out.push(event)
-      }
-      return { out }
-    }))
-  })
+  Stream.suspend(() => bytes.pipe(mapBatches(sseReader())))
+
+/**
+ * The step behind `decodeSse`, for a stage that goes on with the events in the same step (a provider
+ * decodes them there, one stream stage instead of two). Made fresh for each stream: it keeps the parser.
+ * One read in, its complete events out as one chunk: the batch every later stage keeps whole.
+ */
+export const sseReader = (): (reads: Iterable<Uint8Array>) => BatchStep<SseEvent, ProviderMalformed> => {
+  const parser = makeSseParser()
+  const text = new TextDecoder()
+  return (reads) => {
+    const out: Array<SseEvent> = []
+    for (const read of reads) {
+      const { error, events } = parser.feed(text.decode(read, { stream: true }))
+      if (error !== undefined) return framed({ events: [], error })
+      for (const event of events) out.push(event)
+    }
+    return { out }
+  }
+}
 
 const framed = (step: { readonly events: ReadonlyArray<SseEvent>; readonly error?: string }): BatchStep<SseEvent, ProviderMalformed> =>
   step.error === undefined

@@ -1,4 +1,4 @@
-import { type Clock, Duration, Effect, Mailbox, Stream } from "effect"
+import { Channel, type Chunk, type Clock, Duration, Effect, Mailbox, Option, Scope, Stream } from "effect"
 
 /**
  * A silence bound on a stream read over the network. Raw chunks count as liveness, so comments used
@@ -23,12 +23,30 @@ export interface WatchdogOptions<E2> {
 /** Reads the reader may get ahead of its consumer by. */
 const READ_AHEAD = 16
 
+/** The bound over a stream that already exists. */
 export const watchdog = <E2>(options: WatchdogOptions<E2>) =>
-<A, E, R>(self: Stream.Stream<A, E, R>): Stream.Stream<A, E | E2, R> => {
-  const { clock, firstMs, idleMs, onTimeout } = options
-  const now = clock === undefined ? Effect.clockWith((c) => c.currentTimeMillis) : clock.currentTimeMillis
-  const sleep = (ms: number) => (clock === undefined ? Effect.sleep(ms) : clock.sleep(Duration.millis(ms)))
-  return Stream.unwrapScoped(Effect.gen(function*() {
+<A, E, R>(self: Stream.Stream<A, E, R>): Stream.Stream<A, E | E2, R> =>
+  watchdogOpen(options)(Effect.succeed(self))
+
+/**
+ * The bound over a stream that `open` makes (sending a request, say): the reader runs `open` itself,
+ * in its own scope, so the first wait covers it and no stage of its own wraps it. A channel that
+ * holds its own scope costs fewer steps than `Stream.unwrapScoped` (a stream of streams).
+ */
+export const watchdogOpen = <E2>(options: WatchdogOptions<E2>) =>
+<A, E, R>(open: Effect.Effect<Stream.Stream<A, E, R>, E, R | Scope.Scope>): Stream.Stream<A, E | E2, Exclude<R, Scope.Scope>> =>
+  Stream.fromChannel(Channel.acquireUseRelease(
+    Effect.flatMap(Scope.make(), (scope) => Effect.map(Scope.extend(setUp(options, open), scope), (out) => ({ out, scope }))),
+    ({ out }) => Mailbox.toChannel(out),
+    ({ scope }, exit) => Scope.close(scope, exit)
+  ))
+
+/** The mailbox the consumer reads, with the reader and the watchdog forked in the caller's scope. */
+const setUp = <E2, A, E, R>(options: WatchdogOptions<E2>, open: Effect.Effect<Stream.Stream<A, E, R>, E, R | Scope.Scope>) =>
+  Effect.gen(function*() {
+    const { clock, firstMs, idleMs, onTimeout } = options
+    const now = clock === undefined ? Effect.clockWith((c) => c.currentTimeMillis) : clock.currentTimeMillis
+    const sleep = (ms: number) => (clock === undefined ? Effect.sleep(ms) : clock.sleep(Duration.millis(ms)))
     const out = yield* Mailbox.make<A, E | E2>({ capacity: READ_AHEAD })
     let started = false
     let deadline = (yield* now) + firstMs
@@ -42,19 +60,34 @@ export const watchdog = <E2>(options: WatchdogOptions<E2>) =>
       }
       yield* out.fail(onTimeout(started))
     })
-    const reader = self.pipe(
-      Stream.runForEachChunk((chunk) =>
-        chunk.length === 0 ? Effect.void : Effect.suspend(() => {
+    // The reader pulls the source itself: `Stream.run*` would fork one more fiber per stream (the
+    // channel executor's), and the pull loop is a handful of steps a read.
+    const read = (pull: Effect.Effect<Chunk.Chunk<A>, Option.Option<E>, R>): Effect.Effect<void, Option.Option<E>, R> =>
+      Effect.flatMap(pull, (chunk) =>
+        chunk.length === 0 ? read(pull) : Effect.suspend(() => {
           started = true
           // Held up by a consumer that does not take: no silence of the source's.
           deadline = Number.POSITIVE_INFINITY
-          return Effect.zipRight(out.offerAll(chunk), Effect.map(now, (at) => void (deadline = at + idleMs)))
-        })
-      ),
+          return Effect.zipRight(
+            out.offerAll(chunk),
+            Effect.flatMap(now, (at) => {
+              deadline = at + idleMs
+              return read(pull)
+            })
+          )
+        }))
+    // The source and its pull live in the reader's own scope: released by the reader as it ends or
+    // is interrupted, never while it still pulls.
+    const reader = open.pipe(
+      Effect.flatMap(Stream.toPull),
+      Effect.mapError(Option.some),
+      Effect.flatMap(read),
+      Effect.scoped,
+      Effect.catchAll((error) => (Option.isSome(error) ? Effect.fail(error.value) : Effect.void)),
       Mailbox.into(out)
     )
-    yield* Effect.forkScoped(reader)
-    yield* Effect.forkScoped(watch)
-    return Mailbox.toStream(out)
-  }))
-}
+    // Set up uninterruptibly (the channel's acquire): the fibers themselves must stay interruptible.
+    yield* Effect.forkScoped(Effect.interruptible(reader))
+    yield* Effect.forkScoped(Effect.interruptible(watch))
+    return out
+  })

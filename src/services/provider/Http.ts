@@ -8,9 +8,8 @@ import { ProviderConnectionLost, ProviderInvalidRequest } from "../../domain/Pro
 import { classifyFailure, errorObjectOf, parseJsonBody, retryAfterMs, sanitize, sanitizeError } from "../../domain/ProviderErrorMapping.js"
 import type { ProviderEvent, ProviderRequest } from "../../domain/ProviderEvent.js"
 import { Provider } from "../Provider.js"
-import { decodeSse, type SseEvent } from "../Sse.js"
 import type { Credentials } from "./Credentials.js"
-import { runDecoder, type Timeouts, type WireDecoder, withTimeouts } from "./WireDecoder.js"
+import { decodeBody, openWithTimeouts, type Timeouts, type WireDecoder } from "./WireDecoder.js"
 
 /** What every live layer needs; built by ProviderConfig from options and the environment. */
 export interface LiveSettings {
@@ -69,16 +68,16 @@ const transportError = (call: HttpCall) => (error: HttpClientError.HttpClientErr
 }
 
 /**
- * POSTs a JSON body and streams the SSE events of the answer. A non-2xx answer fails with the tag its
+ * POSTs a JSON body and streams the answer's bytes. A non-2xx answer fails with the tag its
  * status, headers and body call for; a dropped connection is ProviderConnectionLost; both timeouts apply.
  */
-export const streamSse = (client: HttpClient.HttpClient, call: HttpCall): Stream.Stream<SseEvent, ProviderError> => {
+const requestBytes = (client: HttpClient.HttpClient, call: HttpCall): Stream.Stream<Uint8Array, ProviderError> => {
   const secrets = secretsOf(call.apiKey)
   const request = HttpClientRequest.post(call.url).pipe(
     HttpClientRequest.setHeaders({ accept: "text/event-stream", ...call.headers }),
     HttpClientRequest.bodyUnsafeJson(call.body)
   )
-  const bytes = Stream.unwrapScoped(Effect.gen(function*() {
+  return openWithTimeouts(call.timeouts, call.provider)(Effect.gen(function*() {
     yield* Effect.logDebug("provider request").pipe(
       Effect.annotateLogs({ provider: call.provider, url: call.url, headers: Headers.redact(request.headers, ["authorization", "x-api-key"]) })
     )
@@ -103,7 +102,6 @@ export const streamSse = (client: HttpClient.HttpClient, call: HttpCall): Stream
       )
     )
   }))
-  return bytes.pipe(withTimeouts(call.timeouts, call.provider), decodeSse)
 }
 
 /**
@@ -116,8 +114,8 @@ export const streamEvents = (
   decoder: () => WireDecoder
 ): Stream.Stream<ProviderEvent, ProviderError> => {
   const secrets = secretsOf(call.apiKey)
-  return streamSse(client, call).pipe(
-    runDecoder(call.provider, decoder),
+  return requestBytes(client, call).pipe(
+    decodeBody(call.provider, decoder),
     Stream.mapError((error) => sanitizeError(error, secrets)),
     Stream.tapError((error) =>
       Effect.logDebug("provider request failed").pipe(
@@ -149,23 +147,26 @@ export const makeLive = (spec: WireSpec, settings: LiveSettings): Effect.Effect<
   Effect.map(HttpClient.HttpClient, (client) => {
     const url = `${settings.baseUrl}${spec.path}`
     const credentials = settings.credentials
-    const key = credentials?.current ?? Effect.succeed(settings.apiKey)
+    const open = (request: ProviderRequest, apiKey: Option.Option<Redacted.Redacted<string>>) =>
+      streamEvents(client, {
+        provider: spec.provider,
+        url,
+        headers: { "content-type": "application/json", ...spec.headers(apiKey) },
+        body: spec.encode(request, settings),
+        apiKey,
+        timeouts: settings.timeouts
+      }, spec.decoder(secretsOf(apiKey)))
     return Provider.of({
       model: settings.model,
       stream: (request) =>
-        Stream.unwrap(Effect.map(key, (apiKey) => {
-          const events = streamEvents(client, {
-            provider: spec.provider,
-            url,
-            headers: { "content-type": "application/json", ...spec.headers(apiKey) },
-            body: spec.encode(request, settings),
-            apiKey,
-            timeouts: settings.timeouts
-          }, spec.decoder(secretsOf(apiKey)))
-          // A refused key is re-read at once (apiKeyHelper), so the next request can carry a new one.
-          return credentials === undefined
-            ? events
-            : Stream.tapError(events, (error) => (error._tag === "ProviderAuth" ? credentials.rejected(apiKey) : Effect.void))
-        }))
+        credentials === undefined
+          // A fixed key: no effect to run first, so no stage to run it in.
+          ? Stream.suspend(() => open(request, settings.apiKey))
+          : Stream.unwrap(Effect.map(credentials.current, (apiKey) =>
+            // A refused key is re-read at once (apiKeyHelper), so the next request can carry a new one.
+            Stream.tapError(
+              open(request, apiKey),
+              (error) => (error._tag === "ProviderAuth" ? credentials.rejected(apiKey) : Effect.void)
+            )))
     })
   })

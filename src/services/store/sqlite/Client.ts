@@ -54,7 +54,7 @@ export const makeSqliteClient = (
       }
       return statement
     }
-    const runNow = (statement: Sqlite.Statement, params: ReadonlyArray<unknown>): ReadonlyArray<any> => {
+    const runNow = (statement: Sqlite.Statement, params: ReadonlyArray<unknown>): ReadonlyArray<object> => {
       statements++
       if (statement.reader) return statement.all(...params)
       statement.run(...params)

@@ -7,7 +7,7 @@ declare module "better-sqlite3" {
     interface Statement {
       /** Whether the statement returns rows (a SELECT, or a write with RETURNING). */
       readonly reader: boolean
-      all(...params: ReadonlyArray<unknown>): Array<any>
+      all(...params: ReadonlyArray<unknown>): Array<object>
       run(...params: ReadonlyArray<unknown>): { readonly changes: number; readonly lastInsertRowid: number | bigint }
       /** Rows as arrays of values instead of objects, until turned off again. */
       raw(toggle?: boolean): this

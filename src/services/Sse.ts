@@ -1,4 +1,4 @@
-import * as Sse from "@effect/experimental/Sse"
+import type * as Sse from "@effect/experimental/Sse"
 import { Either, ParseResult, Schema, Stream } from "effect"
 import { ProviderMalformed } from "../domain/ProviderError.js"
 import { type BatchStep, mapBatches } from "./Batches.js"
@@ -31,17 +31,12 @@ export const sseReader = (): (reads: Iterable<Uint8Array>) => BatchStep<SseEvent
     const out: Array<SseEvent> = []
     for (const read of reads) {
       const { error, events } = parser.feed(text.decode(read, { stream: true }))
-      if (error !== undefined) return framed({ events: [], error })
+      if (error !== undefined) return { out: [], fail: new ProviderMalformed({ reason: "undecodable_event", message: `SSE: ${error}` }) }
       for (const event of events) out.push(event)
     }
     return { out }
   }
 }
-
-const framed = (step: { readonly events: ReadonlyArray<SseEvent>; readonly error?: string }): BatchStep<SseEvent, ProviderMalformed> =>
-  step.error === undefined
-    ? { out: step.events }
-    : { out: [], fail: new ProviderMalformed({ reason: "undecodable_event", message: `SSE: ${step.error}` }) }
 
 /** A JSON object (not an array), as the schema's structs require. */
 export const isJsonObject = (value: unknown): value is Record<string, unknown> =>

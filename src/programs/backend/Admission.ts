@@ -232,15 +232,16 @@ export const makeAdmissions = Effect.fn("Admission.make")(function*(options: {
   })
 
   /**
-   * Waits out a run live here. Interrupting the wait stops the job without recording a cancel,
-   * leaving the run to its next owner; a job stopped that way (a shutdown) is not done either.
+   * Waits out a run's job live here: "ended" once the run has, "stopped" when the job stopped first
+   * and left the run `running` — a job stopped by an earlier wait's interruption, still stopping when
+   * this wait began — so the caller adopts the run again. Interrupting the wait stops the job without
+   * recording a cancel, leaving the run to its next owner.
    */
   const awaitRun = Effect.fn("Admission.awaitRun")(function*(runId: RunId) {
     const job = yield* jobs.byRun(runId)
-    if (Option.isNone(job)) return
-    const fiber = job.value.fiber
-    const exit = yield* Fiber.await(fiber).pipe(Effect.onInterrupt(() => Fiber.interrupt(fiber)))
-    if (Exit.isInterrupted(exit) && (yield* store.getRun(runId)).status === "running") return yield* Effect.interrupt
+    const exit = Option.isSome(job) ? yield* Fiber.await(job.value.fiber).pipe(Effect.onInterrupt(() => Fiber.interrupt(job.value.fiber))) : undefined
+    const running = (exit === undefined || Exit.isInterrupted(exit)) && (yield* store.getRun(runId)).status === "running"
+    return running ? "stopped" as const : "ended" as const
   })
 
   return { jobs, send, compact, adopt, follow, isBusy, awaitRun } as const

@@ -61,6 +61,24 @@ export const ConversationEntity = Entity.make("Conversation", [
 ]).annotateRpcs(ClusterSchema.Persisted, true)
 
 /**
+ * A Drive's work: the run is this runner's job until it has ended, whatever stopped a job of it
+ * before. Its answer is stored for good, so it must not come while the run is `running`: a Drive
+ * delivered again as a lost shard comes back — often to this same runner, while the job the lost
+ * Drive interrupted is still stopping — would otherwise find that job, see it stop, and leave the
+ * run `running` with no Drive left to adopt it, its followers waiting forever.
+ */
+export const driveRun = (
+  actors: Pick<ConversationActors, "awaitRun">,
+  ask: (command: Command) => Effect.Effect<unknown, BackendError>,
+  runId: RunId,
+  thinking: ThinkingLevel | undefined
+): Effect.Effect<void, BackendError> =>
+  Effect.zipRight(ask(Command.Adopt({ runId, thinking })), actors.awaitRun(runId)).pipe(
+    Effect.repeat({ until: (outcome) => outcome === "ended" }),
+    Effect.asVoid
+  )
+
+/**
  * The entity over this runner's actors: each message is its command to the conversation's actor,
  * which the entity holds in the registry while it lives. `clock` is the backend's: the jobs a
  * command starts wait on it (reconnect waits), not on the runner's machinery's.
@@ -78,10 +96,7 @@ export const layerHandlers = (actors: ConversationActors, registry: ActorRegistr
         Effect.orDie(self.Drive({ runId, ...(thinking !== undefined ? { thinking } : {}) }, { discard: true })).pipe(Effect.withClock(realClock))
       return ConversationEntity.of({
         Send: ({ payload }) => Effect.tap(ask(Command.Send({ input: payload.input })), (runId) => drive(runId, payload.input.thinking)),
-        Drive: ({ payload }) =>
-          Effect.zipRight(ask(Command.Adopt({ runId: payload.runId, thinking: payload.thinking })), actors.awaitRun(payload.runId)).pipe(
-            Effect.withClock(clock)
-          ),
+        Drive: ({ payload }) => driveRun(actors, ask, payload.runId, payload.thinking).pipe(Effect.withClock(clock)),
         Compact: ({ payload }) => Effect.tap(ask(Command.Compact({ reason: payload.reason })), (runId) => drive(runId)),
         Cancel: ({ payload }) => ask(Command.Cancel({ carryOver: payload.carryOver })),
         SubmitResult: ({ payload }) => ask(Command.SubmitResult({ result: payload.result, decision: payload.decision })),

@@ -5,8 +5,9 @@ import * as ShardingConfig from "@effect/cluster/ShardingConfig"
 import * as SqlMessageStorage from "@effect/cluster/SqlMessageStorage"
 import * as SqlRunnerStorage from "@effect/cluster/SqlRunnerStorage"
 import * as NodeClusterSocket from "@effect/platform-node/NodeClusterSocket"
+import * as PgClient from "@effect/sql-pg/PgClient"
 import { SqlClient } from "@effect/sql/SqlClient"
-import { Context, Duration, Effect, Layer, Option, type Redacted } from "effect"
+import { Context, Duration, Effect, Layer, Option, Redacted } from "effect"
 import type { StoreError } from "../../domain/Errors.js"
 import type { Backend } from "../../services/Backend.js"
 import type { Provider } from "../../services/Provider.js"
@@ -16,6 +17,9 @@ import { layerCluster } from "../backend/BackendCluster.js"
 
 /** Every runner of a cluster must use the same number. */
 const SHARDS = 300
+
+/** The cluster's own connections (one of them held for the shard locks), apart from the Store's pool. */
+const CLUSTER_CONNECTIONS = 4
 
 export interface RunnerOptions {
   /** The PostgreSQL database every runner of the cluster shares (Store, messages, shard locks). */
@@ -86,10 +90,21 @@ export const layerRunner = (options: RunnerOptions): Layer.Layer<Backend | Runne
       shards: Effect.sync(() => Array.from({ length: SHARDS }, (_, i) => i + 1).filter((id) => sharding.hasShardId(ShardId.make("default", id))))
     })))
   const config = shardingConfig(options)
+  // A pool of the cluster's own: when the Store's is busy with commits and followers' reads, the
+  // cluster still re-takes its shard locks, resets a re-taken shard's requests for delivery (a step
+  // it gives up on after a lock interval, leaving them undelivered for minutes) and reads them.
+  const clusterSql = PgClient.layer({
+    url: Redacted.isRedacted(options.url) ? options.url : Redacted.make(options.url),
+    applicationName: "baton-cluster",
+    connectTimeout: "10 seconds",
+    idleTimeout: "5 minutes",
+    maxConnections: CLUSTER_CONNECTIONS
+  })
   const cluster = NodeClusterSocket.layer({ storage: "sql", shardingConfig: config }).pipe(
-    // A listen failure or a bad config is the runner's start failing: logged with its cause.
-    Layer.orDie,
-    Layer.provide(clusterTables(config))
+    Layer.provide(clusterTables(config)),
+    Layer.provide(clusterSql),
+    // A listen failure, a bad config or an unreachable database is the runner's start failing: logged with its cause.
+    Layer.orDie
   )
   return Layer.merge(layerCluster({ runner: address }), status).pipe(
     Layer.provide(Layer.merge(cluster, PgTail.layer)),

@@ -1,5 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Deferred, Effect, Exit, Fiber, Layer, Stream } from "effect"
+import { StoreError } from "../../src/domain/Errors.js"
 import type { Chunk } from "../../src/domain/Events.js"
 import { turnBudgets } from "../../src/domain/Recovery.js"
 import { makeActorRegistry } from "../../src/programs/backend/ActorRegistry.js"
@@ -133,3 +134,43 @@ const handover = (entered: Deferred.Deferred<void>, release: Deferred.Deferred<v
     assert.deepStrictEqual(chunks.map((c) => c.seq), (yield* collect(store.readChunks(runId, 0))).map((c) => c.seq), "each seq once")
     assert.isTrue(chunks.some((c) => c.type === "request_end" && c.status === "retrying"), "the adoption reconnected")
   })
+
+/** The memory store, its claimRun failing as a database out of reach does, `times` times. */
+const layerOutOfReach = (times: number) =>
+  Layer.effect(
+    Store,
+    Effect.map(Store, (store): Store["Type"] => {
+      let left = times
+      return {
+        ...store,
+        claimRun: (id, owner) =>
+          Effect.suspend(() =>
+            left-- > 0 ? Effect.fail(new StoreError({ reason: "io", message: "timeout exceeded when trying to connect" })) : store.claimRun(id, owner)
+          )
+      }
+    })
+  ).pipe(Layer.provide(layerMemory))
+
+describe("a Drive meeting a database out of reach", () => {
+  it.live("waits it out and adopts the run, instead of answering with the failure and leaving the run running", () =>
+    Effect.gen(function*() {
+      const { actors, conversation, follower, registry, runId, store } = yield* sentAndFollowed
+      yield* eventually(
+        Effect.map(collect(store.readChunks(runId, 0)), (chunks) => chunks.some((c) => c.type === "text_delta")),
+        "the first attempt streamed its partial answer"
+      )
+      // The shard is lost: the job stops, the run is left to the Drive delivered again.
+      yield* Effect.timeoutOption(actors.awaitRun(runId), "100 millis")
+      const driven = yield* Effect.exit(driveRun(actors, (command) => registry.ask(conversation.id, command), runId, undefined)).pipe(Effect.timeoutFail({
+        duration: "10 seconds",
+        onTimeout: () => new Error("the Drive never answered")
+      }))
+      assert.isTrue(Exit.isSuccess(driven), `the Drive answers only when the run has ended (got ${String(driven)})`)
+      assert.deepStrictEqual([(yield* store.getRun(runId)).status, (yield* store.getRun(runId)).stopReason], ["completed", "end_turn"])
+      assert.strictEqual((yield* Fiber.join(follower)).at(-1)?.type, "stop_reason")
+    }).pipe(
+      Effect.provide(programs),
+      Effect.provide(Layer.mergeAll(layerOutOfReach(2), layerPolling, layerScripted([Turn.stall({ text: "part" }), Turn.text("done")]))),
+      Effect.scoped
+    ))
+})

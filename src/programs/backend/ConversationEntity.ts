@@ -7,6 +7,7 @@ import { ApprovalDecision, CompactionReason } from "../../domain/Events.js"
 import { ConversationId, Otid, RunId } from "../../domain/Ids.js"
 import { InputMessage, ToolReturn } from "../../domain/Messages.js"
 import { ThinkingLevel } from "../../domain/ProviderEvent.js"
+import { storeOutage } from "../../domain/RecoverySchedule.js"
 import { realClock } from "../../services/RealClock.js"
 import type { ActorRegistry } from "./ActorRegistry.js"
 import { Command, type ConversationActors } from "./ConversationActor.js"
@@ -65,7 +66,8 @@ export const ConversationEntity = Entity.make("Conversation", [
  * before. Its answer is stored for good, so it must not come while the run is `running`: a Drive
  * delivered again as a lost shard comes back — often to this same runner, while the job the lost
  * Drive interrupted is still stopping — would otherwise find that job, see it stop, and leave the
- * run `running` with no Drive left to adopt it, its followers waiting forever.
+ * run `running` with no Drive left to adopt it, its followers waiting forever. For the same reason
+ * a database out of reach (a pool that stayed full past its wait) is waited out, not answered.
  */
 export const driveRun = (
   actors: Pick<ConversationActors, "awaitRun">,
@@ -75,6 +77,7 @@ export const driveRun = (
 ): Effect.Effect<void, BackendError> =>
   Effect.zipRight(ask(Command.Adopt({ runId, thinking })), actors.awaitRun(runId)).pipe(
     Effect.repeat({ until: (outcome) => outcome === "ended" }),
+    Effect.retry(storeOutage),
     Effect.asVoid
   )
 

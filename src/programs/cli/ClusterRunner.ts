@@ -19,7 +19,7 @@ import { layerCluster } from "../backend/BackendCluster.js"
 const SHARDS = 300
 
 /** The cluster's own connections (one of them held for the shard locks), apart from the Store's pool. */
-const CLUSTER_CONNECTIONS = 4
+const CLUSTER_CONNECTIONS = 8
 
 export interface RunnerOptions {
   /** The PostgreSQL database every runner of the cluster shares (Store, messages, shard locks). */

@@ -26,6 +26,7 @@ import {
 import { Store } from "../Store.js"
 import { hotPath, makeCommit } from "./SqlCommit.js"
 import { makeSqlLedger } from "./SqlLedger.js"
+import { type OneStatement, plan } from "./SqlPlan.js"
 import type { Queries } from "./SqlQueries.js"
 import { ChunkRow, ConversationRow, decodeRows, type RowSource, SegmentRow, toConversation, toRuns, toStoredItems } from "./SqlRows.js"
 
@@ -52,6 +53,10 @@ export interface SqlEngine {
   readonly exec?: <A>(statement: Statement<A>) => Effect.Effect<ReadonlyArray<A>, SqlError>
   /** A hot path's write transaction; by default `sql.withTransaction`. */
   readonly transaction?: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | SqlError, R>
+  /** Common writes as one statement each (PostgreSQL): no transaction round trips around them. */
+  readonly one?: OneStatement
+  /** A unique index refusing a run another writer created meanwhile (`one.createRun` then decides again). */
+  readonly uniqueRace?: (error: unknown) => boolean
 }
 
 export const makeSqlStore = (engine: SqlEngine) => {
@@ -61,7 +66,7 @@ export const makeSqlStore = (engine: SqlEngine) => {
   const conversations = (rows: ReadonlyArray<unknown>) =>
     Effect.flatMap(decodeRows(ConversationRow, source)(rows), Effect.forEach(toConversation(source)))
   const runs = toRuns(source)
-  const { commit, within } = makeCommit(engine)
+  const { commit, prepare, within } = makeCommit(engine)
 
   const segmentOf = (id: ConversationId) =>
     Effect.flatMap(exec(q.conversationHead(id)).pipe(Effect.flatMap(decodeRows(SegmentRow, source))), ([head]) =>
@@ -202,6 +207,29 @@ export const makeSqlStore = (engine: SqlEngine) => {
       const created = yield* newRun(id, otid, kind, options?.owner)
       const now = created.createdAt
       const input = options?.input?.(created)
+      const planned = engine.one === undefined
+        ? undefined
+        : input === undefined
+        ? null
+        : plan({ conversationId: id, ...input }, yield* prepare({ conversationId: id, ...input }))
+      if (engine.one !== undefined && planned !== undefined) {
+        const row = { id: created.id, conversation_id: id, otid, kind, owner: created.owner ?? null, created_at: now }
+        // A unique index's refusal, or a running run seen in the statement's snapshot (it may have
+        // finished while the statement waited for the conversation), is decided again below.
+        const answer = yield* engine.one.createRun(row, planned ?? undefined).pipe(
+          Effect.map(Option.some),
+          Effect.catchIf(engine.uniqueRace ?? (() => false), () => Effect.succeed(Option.none())),
+          retry,
+          run
+        )
+        if (Option.isSome(answer)) {
+          if (!answer.value.found) return yield* conversationNotFound(id)
+          const found = yield* runs(answer.value.existing)
+          const existing = found.find((r) => r.otid === otid)
+          if (existing !== undefined) return { run: existing, created: false }
+          if (found.length === 0) return { run: created, created: true }
+        }
+      }
       return yield* transaction(Effect.gen(function*() {
         // Holding the conversation's row (PostgreSQL; SQLite's transaction holds the whole file once
         // it writes), the checks below and the insert see every run another process started.

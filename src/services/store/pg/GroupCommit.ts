@@ -22,6 +22,37 @@ export const pgGroupStatements = (sql: SqlClient): GroupStatements => ({
       rows.map((r) => r.seq),
       rows.map((r) => r.body)
     ])),
+  writeSteps: (steps, rows, now) =>
+    Effect.map(
+      sql.unsafe<{ readonly id: string }>(
+        `WITH v AS (
+            SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[]) AS v (id, conversation_id, prev, last)
+          ),
+          moved AS (
+            UPDATE runs SET updated_at = $5, last_seq = v.last
+            FROM (SELECT id FROM runs WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE) AS held, v
+            WHERE runs.id = held.id AND v.id = runs.id AND runs.conversation_id = v.conversation_id AND runs.last_seq = v.prev
+            RETURNING runs.id
+          ),
+          added AS (
+            INSERT INTO chunks (run_id, seq, body)
+            SELECT c.run_id, c.seq, c.body FROM unnest($6::text[], $7::bigint[], $8::text[]) AS c (run_id, seq, body)
+            WHERE c.run_id IN (SELECT id FROM moved)
+          )
+          SELECT id FROM moved`,
+        [
+          steps.map((s) => s.id),
+          steps.map((s) => s.conversation_id),
+          steps.map((s) => s.prev),
+          steps.map((s) => s.last),
+          now,
+          rows.map((r) => r.run_id),
+          rows.map((r) => r.seq),
+          rows.map((r) => r.body)
+        ]
+      ),
+      (moved) => moved.map((r) => r.id)
+    ),
   setLastSeqs: (runs) =>
     Effect.asVoid(sql.unsafe(`UPDATE runs SET last_seq = v.last FROM unnest($1::text[], $2::bigint[]) AS v (id, last) WHERE runs.id = v.id`, [
       runs.map(([id]) => id),

@@ -4,8 +4,9 @@ import { Store } from "../../Store.js"
 import { makeQueries, type SqlDialect } from "../SqlQueries.js"
 import { makeGroupCommit } from "../SqlGroupCommit.js"
 import { makeSqlStore } from "../SqlStore.js"
-import { corruptError, guard, isLostRace, type PgTarget, retryLostRace } from "./Failures.js"
+import { corruptError, guard, isLostRace, isRunRace, type PgTarget, retryLostRace } from "./Failures.js"
 import { pgGroupStatements } from "./GroupCommit.js"
+import { pgOneStatement } from "./OneStatement.js"
 
 /**
  * services/store/pg/ is the Store on PostgreSQL: connecting and checking the server (Open), the
@@ -36,6 +37,8 @@ export const makePgStore = (sql: SqlClient, target: PgTarget) =>
       source: { label: target.label, corrupt: (what) => corruptError(target, what) },
       guard: guard(target),
       retry: retryLostRace,
+      one: pgOneStatement(sql),
+      uniqueRace: isRunRace,
       // Each statement of a READ COMMITTED transaction sees its own snapshot; these reads need one.
       snapshot: (effect) =>
         sql.withTransaction(Effect.zipRight(sql`SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY`, effect))

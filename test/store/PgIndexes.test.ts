@@ -39,6 +39,7 @@ onPostgres("StorePg indexes", () =>
         ["segment export", q.traceBodies("conv-7", 1), ["items_trace"]],
         ["segment items", q.segmentItems("conv-7", 1), ["items_segment"]],
         ["items after", q.itemsAfter("conv-7", 500, 1001, 50), ["items_position"]],
+        ["items after, from the conversation's row", q.itemsAfterFrom!("conv-7", 500, 1001, 50), ["conversations_pkey", "items_position"]],
         ["items before", q.itemsBefore("conv-7", 1001, 50), ["items_position"]],
         ["item by id", q.itemById("msg-7-10"), ["items_id"]],
         ["active run", q.activeRun("conv-7"), ["runs_running"]],

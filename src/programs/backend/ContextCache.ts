@@ -87,17 +87,21 @@ export class ContextCache extends Effect.Service<ContextCache>()("baton/ContextC
     const segment = (id: ConversationId, again = false): Effect.Effect<SegmentView, NotFound | StoreError> =>
       Effect.gen(function*() {
         let entry = entries.get(id)
+        let fresh = false
         if (entry === undefined) {
           const loaded = yield* load(id)
           // A concurrent look may have loaded it meanwhile: keep one.
           entry = entries.get(id)
-          if (entry === undefined) entry = loaded
-          else held -= loaded.items.length
+          if (entry === undefined) {
+            entry = loaded
+            fresh = true
+          } else held -= loaded.items.length
         }
         entries.delete(id)
         entries.set(id, entry)
         evict(id)
-        if (yield* catchUp(id, entry)) return { segment: entry.segment, items: entry.items.slice() }
+        // Read just now, it is the Store's already: nothing to catch up on.
+        if (fresh || (yield* catchUp(id, entry))) return { segment: entry.segment, items: entry.items.slice() }
         // A gap: not what this cache expects of the Store. Read the segment afresh, once.
         forget(id)
         if (!again) return yield* segment(id, true)

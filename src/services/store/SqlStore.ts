@@ -152,11 +152,16 @@ export const makeSqlStore = (engine: SqlEngine) => {
     listItems: Effect.fn("Store.listItems")(function*(id, query) {
       const limit = clampLimit(query?.limit, 100, 1000)
       const before = query?.before ?? Number.MAX_SAFE_INTEGER
-      const rows = yield* rowsOf(
-        id,
-        query?.after !== undefined
-          ? exec(q.itemsAfter(id, query.after, before, limit))
-          : Effect.map(exec(q.itemsBefore(id, before, limit)), (r) => [...r].reverse())
+      const after = query?.after
+      const rows = yield* (
+        after !== undefined && q.itemsAfterFrom !== undefined
+          ? Effect.map(joinedRows(id, exec(q.itemsAfterFrom(id, after, before, limit))), (r) => r.sort((a, b) => Number(a["position"]) - Number(b["position"])))
+          : rowsOf(
+            id,
+            after !== undefined
+              ? exec(q.itemsAfter(id, after, before, limit))
+              : Effect.map(exec(q.itemsBefore(id, before, limit)), (r) => [...r].reverse())
+          )
       ).pipe(run)
       return yield* items(rows)
     }),

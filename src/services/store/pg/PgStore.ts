@@ -23,7 +23,8 @@ const dialect: SqlDialect = {
   // Several processes write one database: createRun holds the conversation's row while it decides.
   lockRow: " FOR UPDATE",
   toolCallIdOfBody: "(body::jsonb ->> 'tool_call_id')",
-  otidOfBody: "(body::jsonb ->> 'otid')"
+  otidOfBody: "(body::jsonb ->> 'otid')",
+  lateral: true
 }
 
 export const pgQueries = (sql: SqlClient) => makeQueries(sql, dialect)

@@ -38,6 +38,7 @@ onPostgres("StorePg indexes", () =>
         ["model context", q.contextItems("conv-7", 2), ["items_context"]],
         ["segment export", q.traceBodies("conv-7", 1), ["items_trace"]],
         ["segment items", q.segmentItems("conv-7", 1), ["items_segment"]],
+        ["current segment items", q.currentSegmentItems("conv-7"), ["conversations_pkey", "items_segment"]],
         ["items after", q.itemsAfter("conv-7", 500, 1001, 50), ["items_position"]],
         ["items after, from the conversation's row", q.itemsAfterFrom!("conv-7", 500, 1001, 50), ["conversations_pkey", "items_position"]],
         ["items before", q.itemsBefore("conv-7", 1001, 50), ["items_position"]],

@@ -70,9 +70,9 @@ export class ContextCache extends Effect.Service<ContextCache>()("baton/ContextC
 
     const load = (id: ConversationId) =>
       Effect.gen(function*() {
-        const segment = yield* store.currentSegment(id)
-        const items = [...(yield* store.segmentItems(id, segment))]
-        const entry: Entry = { segment, last: items.at(-1)?.position ?? 0, items }
+        const current = yield* store.currentSegmentItems(id)
+        const items = [...current.items]
+        const entry: Entry = { segment: current.segment, last: items.at(-1)?.position ?? 0, items }
         held += items.length
         return entry
       })
@@ -105,8 +105,7 @@ export class ContextCache extends Effect.Service<ContextCache>()("baton/ContextC
         // A gap: not what this cache expects of the Store. Read the segment afresh, once.
         forget(id)
         if (!again) return yield* segment(id, true)
-        const current = yield* store.currentSegment(id)
-        return { segment: current, items: yield* store.segmentItems(id, current) }
+        return yield* store.currentSegmentItems(id)
       }).pipe(Effect.tapErrorTag("NotFound", () => Effect.sync(() => forget(id))))
 
     const forget = (id: ConversationId) => {

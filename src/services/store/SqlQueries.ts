@@ -120,6 +120,11 @@ export const makeQueries = (sql: SqlClient, dialect: SqlDialect) => {
     segmentItems: (id: string, segment: number) =>
       sql`SELECT ${item} FROM items ${by("items_segment")}
           WHERE conversation_id = ${id} AND segment = ${segment} ORDER BY position`,
+    // items_segment, from the conversation's row (its current segment): none means no such conversation
+    currentSegmentItems: (id: string) =>
+      sql`SELECT c.segment AS current_segment, ${joined} FROM conversations c
+          LEFT JOIN items i ${by("items_segment")} ON i.conversation_id = c.id AND i.segment = c.segment
+          WHERE c.id = ${id}`,
     // items_trace
     traceBodies: (id: string, segment: number) =>
       sql<{ readonly body: string }>`SELECT body FROM items ${by("items_trace")}

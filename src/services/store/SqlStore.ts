@@ -179,6 +179,14 @@ export const makeSqlStore = (engine: SqlEngine) => {
 
     currentSegment: (id) => run(segmentOf(id)),
 
+    currentSegmentItems: Effect.fn("Store.currentSegmentItems")(function*(id) {
+      const rows = yield* exec(q.currentSegmentItems(id)).pipe(run)
+      if (rows.length === 0) return yield* conversationNotFound(id)
+      const segment = Number(rows[0]!["current_segment"])
+      const found = rows.filter((r) => r["id"] !== null).sort((a, b) => Number(a["position"]) - Number(b["position"]))
+      return { segment, items: yield* items(found) }
+    }),
+
     segmentItems: Effect.fn("Store.segmentItems")(function*(id, segment) {
       const rows = yield* rowsOf(id, q.segmentItems(id, segment)).pipe(run)
       return yield* items(rows)

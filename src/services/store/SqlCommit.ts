@@ -178,6 +178,8 @@ export const makeCommit = (engine: SqlEngine) => {
       for (const batch of batches(chunkRows)) yield* exec(sql`INSERT INTO chunks ${sql.insert(batch)}`)
       const taken = write.takesSteering ?? []
       if (taken.length > 0) yield* exec(q.dropSteering(id, taken))
+      const announced = engine.announce === undefined ? [] : [...new Set([...chunks.map((c) => c.run_id), ...(finish === undefined ? [] : [finish.runId])])]
+      if (announced.length > 0) yield* exec(engine.announce!(announced))
       const usage = write.usage ?? []
       if (usage.length > 0) {
         yield* exec(sql`INSERT INTO usage ${sql.insert(usage.map((r) => ({

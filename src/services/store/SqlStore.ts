@@ -55,6 +55,8 @@ export interface SqlEngine {
   readonly transaction?: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | SqlError, R>
   /** Common writes as one statement each (PostgreSQL): no transaction round trips around them. */
   readonly one?: OneStatement
+  /** Names a commit's runs to other processes, delivered when the transaction commits (PostgreSQL NOTIFY). */
+  readonly announce?: (runIds: ReadonlyArray<string>) => Statement<unknown>
   /** A unique index refusing a run another writer created meanwhile (`one.createRun` then decides again). */
   readonly uniqueRace?: (error: unknown) => boolean
 }

@@ -8,7 +8,16 @@ import type { GroupStatements, RunRow } from "../SqlGroupCommit.js"
  * are locked in id order: two runners' groups that share runs (a shard taken over while its old
  * owner still writes) wait for each other instead of deadlocking.
  */
-export const pgGroupStatements = (sql: SqlClient): GroupStatements => ({
+/** Names moved runs on the channel `$9`, as few notices as fit PostgreSQL's 8000-byte payload (delivered at commit). */
+const TOLD = `,
+          told AS (
+            SELECT pg_notify($9, p) FROM (
+              SELECT string_agg(id, ',') AS p FROM (SELECT id, sum(length(id) + 1) OVER (ORDER BY id) / 7900 AS part FROM moved) ids GROUP BY part
+            ) notices
+          )`
+
+/** `announce`: the channel on which the streamed part names the runs it moved (a cluster's run tail listens there). */
+export const pgGroupStatements = (sql: SqlClient, announce?: string): GroupStatements => ({
   lockRuns: (ids, now) =>
     sql.unsafe<RunRow>(
       `UPDATE runs SET updated_at = $1
@@ -38,8 +47,8 @@ export const pgGroupStatements = (sql: SqlClient): GroupStatements => ({
             INSERT INTO chunks (run_id, seq, body)
             SELECT c.run_id, c.seq, c.body FROM unnest($6::text[], $7::bigint[], $8::text[]) AS c (run_id, seq, body)
             WHERE c.run_id IN (SELECT id FROM moved)
-          )
-          SELECT id FROM moved`,
+          )${announce === undefined ? "" : TOLD}
+          SELECT id${announce === undefined ? "" : ", (SELECT count(*) FROM told) AS told"} FROM moved`,
         [
           steps.map((s) => s.id),
           steps.map((s) => s.conversation_id),
@@ -48,7 +57,8 @@ export const pgGroupStatements = (sql: SqlClient): GroupStatements => ({
           now,
           rows.map((r) => r.run_id),
           rows.map((r) => r.seq),
-          rows.map((r) => r.body)
+          rows.map((r) => r.body),
+          ...(announce === undefined ? [] : [announce])
         ]
       ),
       (moved) => moved.map((r) => r.id)

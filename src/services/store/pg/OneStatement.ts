@@ -29,7 +29,8 @@ const insertItems = (at: number, conversation: string, now: string, count: strin
     FROM head h, unnest($${at}::text[], $${at + 1}::smallint[], $${at + 2}::smallint[], $${at + 3}::smallint[], $${at + 4}::text[], $${at + 5}::text[])
       WITH ORDINALITY AS i (id, in_context, in_trace, is_message, type, body, ord)`
 
-const COMMIT = `WITH conv AS (
+/** The commit; `announce`: its runs named on the channel `$29` (delivered when it commits). */
+const commitText = (announce: boolean) => `WITH conv AS (
     SELECT id, last_position, segment FROM conversations WHERE id = $1 FOR UPDATE
   ),
   v AS (
@@ -64,8 +65,15 @@ const COMMIT = `WITH conv AS (
     INSERT INTO usage (conversation_id, run_id, purpose, model, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, created_at)
     SELECT * FROM unnest($20::text[], $21::text[], $22::text[], $23::text[], $24::bigint[], $25::bigint[], $26::bigint[], $27::bigint[], $28::bigint[])
     WHERE EXISTS (SELECT 1 FROM ok)
-  )
-  SELECT (SELECT count(*) FROM conv) AS found, (SELECT count(*) FROM ok) AS ok,
+  )${
+  announce
+    ? `,
+  told AS (
+    SELECT pg_notify($29, string_agg(id, ',')) FROM v WHERE EXISTS (SELECT 1 FROM ok) HAVING count(*) > 0
+  )`
+    : ""
+}
+  SELECT (SELECT count(*) FROM conv) AS found, (SELECT count(*) FROM ok) AS ok,${announce ? " (SELECT count(*) FROM told) AS told," : ""}
     coalesce((SELECT last_position FROM head), (SELECT last_position FROM conv)) AS last_position,
     coalesce((SELECT segment FROM head), (SELECT segment FROM conv)) AS segment`
 
@@ -102,57 +110,62 @@ interface CommitRow {
   readonly segment: string | number | null
 }
 
-export const pgOneStatement = (sql: SqlClient): OneStatement => ({
-  commit: (p: Planned) =>
-    Effect.map(
-      sql.unsafe<CommitRow>(COMMIT, [
-        p.conversationId,
-        p.now,
-        p.records,
-        p.items.length,
-        p.runs.map((r) => r.id),
-        p.runs.map((r) => r.prev),
-        p.runs.map((r) => r.last),
-        p.runs.map((r) => r.status),
-        p.runs.map((r) => r.stopReason),
-        ...itemParams(p.items),
-        p.chunks.map((c) => c.run_id),
-        p.chunks.map((c) => c.seq),
-        p.chunks.map((c) => c.body),
-        p.steering,
-        p.usage.map((u) => u.conversation_id),
-        p.usage.map((u) => u.run_id ?? null),
-        p.usage.map((u) => u.purpose),
-        p.usage.map((u) => u.model),
-        p.usage.map((u) => u.input_tokens),
-        p.usage.map((u) => u.output_tokens),
-        p.usage.map((u) => u.cache_read_tokens),
-        p.usage.map((u) => u.cache_write_tokens),
-        p.usage.map((u) => u.created_at)
-      ]),
-      ([row]) => ({
-        found: Number(row?.found ?? 0) > 0,
-        ok: Number(row?.ok ?? 0) > 0,
-        lastPosition: Number(row?.last_position ?? 0),
-        segment: Number(row?.segment ?? 0)
-      })
-    ),
+/** `announce`: the channel on which each commit names its runs (a cluster's run tail listens there). */
+export const pgOneStatement = (sql: SqlClient, announce?: string): OneStatement => {
+  const commit = commitText(announce !== undefined)
+  return {
+    commit: (p: Planned) =>
+      Effect.map(
+        sql.unsafe<CommitRow>(commit, [
+          p.conversationId,
+          p.now,
+          p.records,
+          p.items.length,
+          p.runs.map((r) => r.id),
+          p.runs.map((r) => r.prev),
+          p.runs.map((r) => r.last),
+          p.runs.map((r) => r.status),
+          p.runs.map((r) => r.stopReason),
+          ...itemParams(p.items),
+          p.chunks.map((c) => c.run_id),
+          p.chunks.map((c) => c.seq),
+          p.chunks.map((c) => c.body),
+          p.steering,
+          p.usage.map((u) => u.conversation_id),
+          p.usage.map((u) => u.run_id ?? null),
+          p.usage.map((u) => u.purpose),
+          p.usage.map((u) => u.model),
+          p.usage.map((u) => u.input_tokens),
+          p.usage.map((u) => u.output_tokens),
+          p.usage.map((u) => u.cache_read_tokens),
+          p.usage.map((u) => u.cache_write_tokens),
+          p.usage.map((u) => u.created_at),
+          ...(announce === undefined ? [] : [announce])
+        ]),
+        ([row]) => ({
+          found: Number(row?.found ?? 0) > 0,
+          ok: Number(row?.ok ?? 0) > 0,
+          lastPosition: Number(row?.last_position ?? 0),
+          segment: Number(row?.segment ?? 0)
+        })
+      ),
 
-  createRun: (run, input) => {
-    const items = input?.items ?? []
-    return Effect.map(
-      sql.unsafe<{ readonly conversations: string | number; readonly id: string | null }>(CREATE_RUN, [
-        run.conversation_id,
-        run.otid,
-        run.id,
-        run.kind,
-        run.owner,
-        run.created_at,
-        items.length,
-        ...itemParams(items),
-        input?.steering ?? []
-      ]),
-      (rows) => ({ found: Number(rows[0]?.conversations ?? 0) > 0, existing: rows.filter((r) => r.id !== null) })
-    )
+    createRun: (run, input) => {
+      const items = input?.items ?? []
+      return Effect.map(
+        sql.unsafe<{ readonly conversations: string | number; readonly id: string | null }>(CREATE_RUN, [
+          run.conversation_id,
+          run.otid,
+          run.id,
+          run.kind,
+          run.owner,
+          run.created_at,
+          items.length,
+          ...itemParams(items),
+          input?.steering ?? []
+        ]),
+        (rows) => ({ found: Number(rows[0]?.conversations ?? 0) > 0, existing: rows.filter((r) => r.id !== null) })
+      )
+    }
   }
-})
+}

@@ -1,24 +1,23 @@
 import type { SqlClient } from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
-import { Cause, Chunk as EChunk, type Clock, Deferred, Effect, Exit, Fiber, FiberId, Option, Queue } from "effect"
-import { type ChunkSeqError, type NotFound, StoreError, type ToolCallAnswered } from "../../domain/Errors.js"
+import { Chunk as EChunk, Deferred, Effect, Exit, Fiber, FiberId, Queue } from "effect"
+import { StoreError } from "../../domain/Errors.js"
 import type { Chunk } from "../../domain/Events.js"
 import type { StoredItem, Write } from "../../domain/History.js"
 import { encodeEventText } from "./Codec.js"
+import { type ChunkRow, type Commit, type CommitError, isStreamOnly, makeCommitSteps, type Outcomes, type Pending, type StepStatements } from "./GroupSteps.js"
 
 /**
  * Group commit: the commits that are waiting when the writer is free go into one transaction, so a
  * thousand conversations streaming at once pay for one write of what they share (SQLite's WAL pages,
  * PostgreSQL's round trips and its commit) instead of one per delta. Batch by arrival, never by
  * waiting: a lone commit runs at once. Each commit keeps its own outcome: the common one (a run's
- * streamed chunks, nothing recorded) is checked here against the runs' rows, locked first, and
- * written with the others in a few multi-row statements; any other commit, and any streamed one that
- * does not check out, runs on its own inside a savepoint, so its failure is its own and rolls back
- * only its own writes. The database's dialect gives the three statements (GroupStatements).
+ * streamed chunks, nothing recorded) is checked against the runs' rows, locked first, and written
+ * with the others in a few multi-row statements; any other commit, and any streamed one that does
+ * not check out, runs on its own inside a savepoint, so its failure is its own and rolls back only
+ * its own writes. The database's dialect gives the statements (GroupStatements); one whose every
+ * commit is one statement needs no savepoint (GroupSteps.ts).
  */
-
-type CommitError = NotFound | ChunkSeqError | ToolCallAnswered | StoreError
-type Commit = (write: Write) => Effect.Effect<ReadonlyArray<StoredItem>, CommitError>
 
 export interface RunRow {
   readonly id: string
@@ -27,33 +26,16 @@ export interface RunRow {
   readonly last_seq: number | string
 }
 
-export interface ChunkRow {
-  readonly run_id: string
-  readonly seq: number
-  readonly body: string
-}
-
-/** What one database says for the streamed part of a group; each statement takes any number of rows. */
-/** A run's streamed chunks in one group: it must stand at `prev` and takes `last`. */
-export interface RunStep {
-  readonly id: string
-  readonly conversation_id: string
-  readonly prev: number
-  readonly last: number
-}
-
-export interface GroupStatements {
+/** The streamed part as three statements, checked here between them (SQLite); each takes any number of rows. */
+export interface LockStatements {
   /** Stamps the runs and holds them for the transaction (writing first: SQLite takes its write lock here). */
   readonly lockRuns: (ids: ReadonlyArray<string>, now: number) => Effect.Effect<ReadonlyArray<RunRow>, SqlError>
   readonly insertChunks: (rows: ReadonlyArray<ChunkRow>) => Effect.Effect<void, SqlError>
   readonly setLastSeqs: (runs: ReadonlyArray<readonly [id: string, lastSeq: number]>) => Effect.Effect<void, SqlError>
-  /**
-   * The streamed part in one statement, where the database has it (then every commit is one
-   * statement, atomic on its own, and the group needs no savepoints): each run that stands at its
-   * `prev` takes its `last` and its chunks, the others nothing. Answers the runs that moved.
-   */
-  readonly writeSteps?: (steps: ReadonlyArray<RunStep>, rows: ReadonlyArray<ChunkRow>, now: number) => Effect.Effect<ReadonlyArray<string>, SqlError>
 }
+
+/** What one database says for the streamed part of a group: three statements, or one (GroupSteps.ts). */
+export type GroupStatements = LockStatements | StepStatements
 
 export interface GroupEngine {
   readonly sql: SqlClient
@@ -68,25 +50,11 @@ export interface GroupEngine {
   readonly transaction?: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | SqlError, R>
 }
 
-interface Pending {
-  readonly write: Write
-  /** The caller's: its commit is stamped by the clock it runs on, not the writer's. */
-  readonly clock: Clock.Clock
-  readonly done: Deferred.Deferred<ReadonlyArray<StoredItem>, CommitError>
-}
-
 /** Queued by closing the scope, after every commit accepted: the writer stops once it has written them. */
 const STOP = Symbol("stop")
 
-type Outcomes = Map<Pending, Exit.Exit<ReadonlyArray<StoredItem>, CommitError>>
-
 /** Commits taken into one transaction at most (the rest wait for the next one). */
 const MAX_GROUP = 2048
-
-/** Only streamed chunks: no history items, no run finished, no new segment, no usage. */
-const isStreamOnly = (write: Write): boolean =>
-  (write.items ?? []).length === 0 && write.finishRun === undefined && write.newSegment !== true && (write.usage ?? []).length === 0 &&
-  (write.chunks ?? []).length > 0
 
 /** Which streamed commits continue their runs' seqs (in group order), the chunks they add, and the runs' new last seqs. */
 const check = (group: ReadonlyArray<Pending>, rows: ReadonlyArray<RunRow>) => {
@@ -116,43 +84,6 @@ const check = (group: ReadonlyArray<Pending>, rows: ReadonlyArray<RunRow>) => {
   return { accepted, alone, chunks, lastSeqs }
 }
 
-/**
- * The streamed commits as steps of their runs, for `writeSteps`: a run's commits in group order
- * that continue each other make one step; a commit that spans runs, or does not continue its run's
- * step (or its conversation), runs alone.
- */
-const steps = (group: ReadonlyArray<Pending>) => {
-  const byRun = new Map<string, { step: { id: string; conversation_id: string; prev: number; last: number }; pending: Array<Pending> }>()
-  const alone: Array<Pending> = []
-  const rows: Array<ChunkRow> = []
-  for (const pending of group) {
-    const own = pending.write.chunks ?? []
-    const runId = own[0]!.run_id
-    const follows = own.every((c, i) => c.run_id === runId && (i === 0 || c.seq === own[i - 1]!.seq + 1))
-    const known = byRun.get(runId)
-    if (!follows || (known !== undefined && (known.step.conversation_id !== pending.write.conversationId || own[0]!.seq !== known.step.last + 1))) {
-      alone.push(pending)
-      continue
-    }
-    if (known === undefined) {
-      byRun.set(runId, { step: { id: runId, conversation_id: pending.write.conversationId, prev: own[0]!.seq - 1, last: own[own.length - 1]!.seq }, pending: [pending] })
-    } else {
-      known.step.last = own[own.length - 1]!.seq
-      known.pending.push(pending)
-    }
-    for (const c of own) rows.push({ run_id: c.run_id, seq: c.seq, body: encodeEventText(c) })
-  }
-  return { byRun, alone, rows }
-}
-
-/** Fails a group whose transaction a refused statement has ended (no savepoint held it): its commits then run alone. */
-const ENDED = Symbol("ended")
-
-/** An outcome that may have come from a statement the database refused (not from a check that wrote nothing). */
-const refused = (exit: Exit.Exit<unknown, CommitError>): boolean =>
-  Exit.isFailure(exit) && !Cause.isInterruptedOnly(exit.cause) &&
-  Cause.failureOption(exit.cause).pipe(Option.match({ onNone: () => true, onSome: (e) => e._tag === "StoreError" }))
-
 export const makeGroupCommit = (engine: GroupEngine, single: Commit) =>
   Effect.gen(function*() {
     const { label, lostRace, sql, statements, transact } = engine
@@ -160,9 +91,10 @@ export const makeGroupCommit = (engine: GroupEngine, single: Commit) =>
     const queue = yield* Queue.unbounded<Pending | typeof STOP>()
 
     const alone = (pending: Pending) => Effect.exit(Effect.withClock(single(pending.write), pending.clock))
+    const commitSteps = (writeSteps: StepStatements["writeSteps"]) => makeCommitSteps({ alone, lostRace, transact, transaction, writeSteps })
 
     /** Streamed commits, checked against the runs' last seqs and written together; the rest go to `single`. */
-    const streamed = (group: ReadonlyArray<Pending>, outcomes: Outcomes, lone: boolean) =>
+    const streamed = (statements: LockStatements, group: ReadonlyArray<Pending>, outcomes: Outcomes, lone: boolean) =>
       Effect.gen(function*() {
         const now = yield* group[0]!.clock.currentTimeMillis
         const runIds = [...new Set(group.flatMap((p) => (p.write.chunks ?? []).map((c) => c.run_id)))].sort()
@@ -185,65 +117,6 @@ export const makeGroupCommit = (engine: GroupEngine, single: Commit) =>
         for (const pending of written.alone) outcomes.set(pending, yield* alone(pending))
       })
 
-    /**
-     * With one statement a commit (`writeSteps`): a group of streamed commits is one statement, no
-     * transaction; a mixed one is BEGIN, a statement a commit (or a run of streamed ones), COMMIT. A
-     * statement the database refuses ends the transaction: the whole group then runs again, each
-     * commit alone, so each still gets its own outcome.
-     */
-    const commitSteps = (group: ReadonlyArray<Pending>, writeSteps: NonNullable<GroupStatements["writeSteps"]>) =>
-      Effect.gen(function*() {
-        const outcomes: Outcomes = new Map()
-        // Streamed commits alone are a statement each, each its own transaction: none ends another's.
-        const inTransaction = !group.every((p) => isStreamOnly(p.write))
-        const part = (streamed: ReadonlyArray<Pending>) =>
-          Effect.gen(function*() {
-            const planned = steps(streamed)
-            const moved = new Set(yield* writeSteps([...planned.byRun.values()].map((r) => r.step), planned.rows, yield* streamed[0]!.clock.currentTimeMillis).pipe(
-              Effect.catchIf((e) => !lostRace(e), () => (inTransaction ? Effect.fail(ENDED) : Effect.succeed([])))
-            ))
-            const left = new Set(planned.alone)
-            for (const [id, run] of planned.byRun) {
-              for (const pending of run.pending) moved.has(id) ? outcomes.set(pending, Exit.succeed([])) : left.add(pending)
-            }
-            // In group order, after the statement: what did not move runs on its own, to fail (or pass) exactly as alone.
-            for (const pending of streamed) if (left.has(pending)) yield* own(pending)
-          })
-        const own = (pending: Pending) =>
-          Effect.flatMap(alone(pending), (exit) => {
-            outcomes.set(pending, exit)
-            return inTransaction && refused(exit) ? Effect.fail(ENDED) : Effect.void
-          })
-        const all = Effect.gen(function*() {
-          outcomes.clear()
-          let at = 0
-          while (at < group.length) {
-            let end = at
-            while (end < group.length && isStreamOnly(group[end]!.write)) end++
-            if (end > at) {
-              yield* part(group.slice(at, end))
-              at = end
-            } else {
-              yield* own(group[at]!)
-              at++
-            }
-          }
-        })
-        const exit = yield* Effect.exit(transact(inTransaction ? transaction(all) : all))
-        const ended = Exit.isFailure(exit) && Cause.failureOption(exit.cause).pipe(Option.exists((e) => e === ENDED))
-        for (const pending of group) {
-          if (ended) {
-            yield* Deferred.done(pending.done, yield* alone(pending))
-            continue
-          }
-          const mine = outcomes.get(pending)
-          const outcome = Exit.isFailure(exit) && (mine === undefined || Exit.isSuccess(mine))
-            ? Exit.failCause(exit.cause as Cause.Cause<CommitError>)
-            : mine!
-          yield* Deferred.done(pending.done, outcome)
-        }
-      })
-
     /** One transaction for the whole group, in arrival order; every commit gets its own outcome. */
     const commitGroup = (group: ReadonlyArray<Pending>) =>
       Effect.gen(function*() {
@@ -251,7 +124,7 @@ export const makeGroupCommit = (engine: GroupEngine, single: Commit) =>
         if (group.length === 1 && !isStreamOnly(group[0]!.write)) {
           return yield* Deferred.done(group[0]!.done, yield* alone(group[0]!))
         }
-        if (statements.writeSteps !== undefined) return yield* commitSteps(group, statements.writeSteps)
+        if ("writeSteps" in statements) return yield* commitSteps(statements.writeSteps)(group)
         const outcomes: Outcomes = new Map()
         const group_ = Effect.gen(function*() {
           outcomes.clear()
@@ -260,7 +133,7 @@ export const makeGroupCommit = (engine: GroupEngine, single: Commit) =>
             let end = at
             while (end < group.length && isStreamOnly(group[end]!.write)) end++
             if (end > at) {
-              yield* streamed(group.slice(at, end), outcomes, group.length === 1)
+              yield* streamed(statements, group.slice(at, end), outcomes, group.length === 1)
               at = end
             } else {
               outcomes.set(group[at]!, yield* alone(group[at]!))

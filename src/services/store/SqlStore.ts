@@ -14,19 +14,18 @@ import {
 } from "../../domain/ItemLog.js"
 import type { ToolCall } from "../../domain/Messages.js"
 import {
-  busyConflict,
   conversationNotFound,
   decodeChunks,
   encodeSettings,
   makeConversation,
   messageNotFound,
-  newRun,
   runNotFound
 } from "./Codec.js"
 import { Store } from "../Store.js"
 import { hotPath, makeCommit } from "./SqlCommit.js"
 import { makeSqlLedger } from "./SqlLedger.js"
-import { type OneStatement, plan } from "./SqlPlan.js"
+import { makeCreateRun } from "./SqlRuns.js"
+import type { OneStatement } from "./SqlPlan.js"
 import type { Queries } from "./SqlQueries.js"
 import { ChunkRow, ConversationRow, decodeRows, type RowSource, SegmentRow, toConversation, toRuns, toStoredItems } from "./SqlRows.js"
 
@@ -63,7 +62,7 @@ export interface SqlEngine {
 
 export const makeSqlStore = (engine: SqlEngine) => {
   const { guard: run, q, retry, snapshot, source, sql } = engine
-  const { exec, transaction } = hotPath(engine)
+  const { exec } = hotPath(engine)
   const items = toStoredItems(source)
   const conversations = (rows: ReadonlyArray<unknown>) =>
     Effect.flatMap(decodeRows(ConversationRow, source)(rows), Effect.forEach(toConversation(source)))
@@ -218,66 +217,7 @@ export const makeSqlStore = (engine: SqlEngine) => {
       return backfillWindow(tail, { primary: options?.primary ?? DEFAULT_BACKFILL_PRIMARY, cap })
     }),
 
-    createRun: Effect.fn("Store.createRun")(function*(id, otid, kind, options) {
-      const created = yield* newRun(id, otid, kind, options?.owner)
-      const now = created.createdAt
-      const input = options?.input?.(created)
-      const planned = engine.one === undefined
-        ? undefined
-        : input === undefined
-        ? null
-        : plan({ conversationId: id, ...input }, yield* prepare({ conversationId: id, ...input }))
-      if (engine.one !== undefined && planned !== undefined) {
-        const row = { id: created.id, conversation_id: id, otid, kind, owner: created.owner ?? null, created_at: now }
-        // A unique index's refusal, or a running run seen in the statement's snapshot (it may have
-        // finished while the statement waited for the conversation), is decided again below.
-        const answer = yield* engine.one.createRun(row, planned ?? undefined).pipe(
-          Effect.map(Option.some),
-          Effect.catchIf(engine.uniqueRace ?? (() => false), () => Effect.succeed(Option.none())),
-          retry,
-          run
-        )
-        if (Option.isSome(answer)) {
-          if (!answer.value.found) return yield* conversationNotFound(id)
-          const found = yield* runs(answer.value.existing)
-          const existing = found.find((r) => r.otid === otid)
-          if (existing !== undefined) return { run: existing, created: false }
-          if (found.length === 0) return { run: created, created: true }
-        }
-      }
-      return yield* transaction(Effect.gen(function*() {
-        // Holding the conversation's row (PostgreSQL; SQLite's transaction holds the whole file once
-        // it writes), the checks below and the insert see every run another process started.
-        const [conversation] = yield* exec(q.lockConversation(id))
-        if (conversation === undefined) return yield* conversationNotFound(id)
-        // One statement answers both checks. The otid decides first: a repeated otid returns its run,
-        // running or not; only then does a running run refuse a new one.
-        const found = yield* Effect.flatMap(exec(q.runByOtidOrActive(id, otid)), runs)
-        const existing = found.find((r) => r.otid === otid)
-        if (existing !== undefined) return { run: existing, created: false }
-        const active = found.find((r) => r.status === "running")
-        if (active !== undefined) return yield* busyConflict(id, active)
-        // The database refuses a second running run itself (runs_running, a partial unique index).
-        yield* exec(sql`INSERT INTO runs ${
-          sql.insert({
-            id: created.id,
-            conversation_id: id,
-            otid,
-            kind,
-            status: "running",
-            last_seq: 0,
-            owner: created.owner ?? null,
-            created_at: now,
-            updated_at: now
-          })
-        }`)
-        if (input !== undefined) {
-          // In this transaction itself, not a savepoint of it: the run and its input stand or fall together.
-          yield* within({ conversationId: id, ...input }).pipe(Effect.catchTag("ChunkSeqError", Effect.die))
-        }
-        return { run: created, created: true }
-      })).pipe(retry, run)
-    }),
+    createRun: makeCreateRun(engine, { prepare, within }),
 
     getRun: Effect.fn("Store.getRun")(function*(id) {
       const [found] = yield* q.runById(id).pipe(run, Effect.flatMap(runs))

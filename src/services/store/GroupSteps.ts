@@ -44,6 +44,27 @@ export const isStreamOnly = (write: Write): boolean =>
   (write.items ?? []).length === 0 && write.finishRun === undefined && write.newSegment !== true && (write.usage ?? []).length === 0 &&
   (write.chunks ?? []).length > 0
 
+/** The group in arrival order: each stretch of streamed commits together, every other commit on its own. */
+export const inStretches = <E, R>(
+  group: ReadonlyArray<Pending>,
+  stretch: (part: ReadonlyArray<Pending>) => Effect.Effect<void, E, R>,
+  other: (pending: Pending) => Effect.Effect<void, E, R>
+): Effect.Effect<void, E, R> =>
+  Effect.gen(function*() {
+    let at = 0
+    while (at < group.length) {
+      let end = at
+      while (end < group.length && isStreamOnly(group[end]!.write)) end++
+      if (end > at) {
+        yield* stretch(group.slice(at, end))
+        at = end
+      } else {
+        yield* other(group[at]!)
+        at++
+      }
+    }
+  })
+
 export interface StepStatements {
   /**
    * The streamed part in one statement: each run that stands at its `prev` takes its `last` and its
@@ -120,20 +141,9 @@ export const makeCommitSteps = (deps: {
         outcomes.set(pending, exit)
         return inTransaction && refused(exit) ? Effect.fail(ENDED) : Effect.void
       })
-    const all = Effect.gen(function*() {
+    const all = Effect.suspend(() => {
       outcomes.clear()
-      let at = 0
-      while (at < group.length) {
-        let end = at
-        while (end < group.length && isStreamOnly(group[end]!.write)) end++
-        if (end > at) {
-          yield* part(group.slice(at, end))
-          at = end
-        } else {
-          yield* own(group[at]!)
-          at++
-        }
-      }
+      return inStretches(group, part, own)
     })
     const exit = yield* Effect.exit(transact(inTransaction ? transaction(all) : all))
     const ended = Exit.isFailure(exit) && Cause.failureOption(exit.cause).pipe(Option.exists((e) => e === ENDED))

@@ -5,7 +5,7 @@ import { StoreError } from "../../domain/Errors.js"
 import type { Chunk } from "../../domain/Events.js"
 import type { StoredItem, Write } from "../../domain/History.js"
 import { encodeEventText } from "./Codec.js"
-import { type ChunkRow, type Commit, type CommitError, isStreamOnly, makeCommitSteps, type Outcomes, type Pending, type StepStatements } from "./GroupSteps.js"
+import { type ChunkRow, type Commit, type CommitError, inStretches, isStreamOnly, makeCommitSteps, type Outcomes, type Pending, type StepStatements } from "./GroupSteps.js"
 
 /**
  * Group commit: the commits that are waiting when the writer is free go into one transaction, so a
@@ -126,20 +126,13 @@ export const makeGroupCommit = (engine: GroupEngine, single: Commit) =>
         }
         if ("writeSteps" in statements) return yield* commitSteps(statements.writeSteps)(group)
         const outcomes: Outcomes = new Map()
-        const group_ = Effect.gen(function*() {
+        const group_ = Effect.suspend(() => {
           outcomes.clear()
-          let at = 0
-          while (at < group.length) {
-            let end = at
-            while (end < group.length && isStreamOnly(group[end]!.write)) end++
-            if (end > at) {
-              yield* streamed(statements, group.slice(at, end), outcomes, group.length === 1)
-              at = end
-            } else {
-              outcomes.set(group[at]!, yield* alone(group[at]!))
-              at++
-            }
-          }
+          return inStretches(
+            group,
+            (part) => streamed(statements, part, outcomes, group.length === 1),
+            (pending) => Effect.map(alone(pending), (exit) => void outcomes.set(pending, exit))
+          )
         })
         const exit = yield* Effect.exit(transact(transaction(group_)))
         for (const pending of group) {

@@ -47,7 +47,7 @@ const conversationsWithRuns = (store: Store["Type"], n: number) =>
 const show = (kinds: ReadonlyMap<string, number>) => JSON.stringify(Object.fromEntries(kinds))
 
 onPostgres("PostgreSQL round trips", () => {
-  it.scoped("a send through the backend makes 10 round trips at most: one for its run and input, one a commit, the rest reads", () =>
+  it.scoped("a send through the backend makes 8 round trips at most: one for its run and input, one a commit, four reads", () =>
     Effect.gen(function*() {
       const model = yield* MockModelServer.make({ respond: () => MockModelServer.Reply.text("ok") })
       const provider = Layer.effect(Provider, liveProvider("openai-chat", settings(model.baseUrl("openai-chat"))))
@@ -63,7 +63,7 @@ onPostgres("PostgreSQL round trips", () => {
       const chunks = yield* send("second")
       assert.strictEqual([...chunks].at(-1)?.type, "stop_reason")
       const kinds = trips.byKind()
-      assert.isAtMost(trips.total(), 10, show(kinds))
+      assert.isAtMost(trips.total(), 8, show(kinds))
       for (const kind of ["BEGIN", "COMMIT", "SAVEPOINT"]) assert.strictEqual(kinds.get(kind) ?? 0, 0, show(kinds))
     }))
 

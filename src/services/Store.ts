@@ -52,6 +52,10 @@ export class Store extends Context.Tag("baton/Store")<Store, {
   /** What the model sees next: the current segment's in-context items, in order. */
   readonly modelContext: (id: ConversationId) => Effect.Effect<ReadonlyArray<StoredItem>, NotFound | StoreError>
   readonly currentSegment: (id: ConversationId) => Effect.Effect<number, NotFound | StoreError>
+  /** The current segment and all its items, in order: `currentSegment` and `segmentItems` in one read. */
+  readonly currentSegmentItems: (
+    id: ConversationId
+  ) => Effect.Effect<{ readonly segment: number; readonly items: ReadonlyArray<StoredItem> }, NotFound | StoreError>
   /** Every item (context and trace) of one segment, in order: what compaction planning reads. */
   readonly segmentItems: (id: ConversationId, segment: number) => Effect.Effect<ReadonlyArray<StoredItem>, NotFound | StoreError>
   /**

@@ -47,7 +47,8 @@ const countingSegments = Layer.effect(
   Effect.map(Store, (store) =>
     Store.of({
       ...store,
-      segmentItems: (id, segment) => Effect.suspend(() => (segmentLoads.count++, store.segmentItems(id, segment)))
+      segmentItems: (id, segment) => Effect.suspend(() => (segmentLoads.count++, store.segmentItems(id, segment))),
+      currentSegmentItems: (id) => Effect.suspend(() => (segmentLoads.count++, store.currentSegmentItems(id)))
     }))
 ).pipe(Layer.provide(layerMemory))
 

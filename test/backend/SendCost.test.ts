@@ -37,6 +37,11 @@ const countingStore = (filename: string, tally: Tally) =>
       listItems: (id, query) => counted(inner.listItems(id, query)),
       modelContext: (id) => counted(inner.modelContext(id)),
       segmentItems: (id, segment) => counted(inner.segmentItems(id, segment)),
+      currentSegmentItems: (id) =>
+        Effect.tap(inner.currentSegmentItems(id), (current) => Effect.sync(() => {
+          tally.reads++
+          tally.items += current.items.length
+        })),
       toolReturns: (id, ids) => counted(inner.toolReturns(id, ids)),
       pendingApprovals: (id) => counted(inner.pendingApprovals(id)),
       backfill: (id, options) => counted(inner.backfill(id, options)),

@@ -74,7 +74,7 @@ const engines: ReadonlyArray<readonly [string, Open]> = [
   ...(TEST_DATABASE_URL === undefined || TEST_DATABASE_URL === "" ? [] : [["PostgreSQL", postgres] as const])
 ]
 
-describe.each(engines)("group commit on %s", (_, open) => {
+describe.each(engines)("group commit on %s", (name, open) => {
   it.scoped("commits arriving together share a transaction; each keeps its own outcome", () =>
     Effect.gen(function*() {
       const { counter, store } = yield* open
@@ -118,7 +118,8 @@ describe.each(engines)("group commit on %s", (_, open) => {
       const { run } = yield* store.createRun(conversation.id, Otid.make("o"), "turn")
       const before = counter.top
       for (let seq = 1; seq <= 3; seq++) yield* store.commit({ conversationId: conversation.id, chunks: [delta(run.id, seq, `${seq}`)] })
-      assert.strictEqual(counter.top - before, 3)
+      // PostgreSQL writes each as one statement, no transaction round trips (test/store/PgRoundTrips counts them).
+      assert.strictEqual(counter.top - before, name === "SQLite" ? 3 : 0)
       assert.strictEqual((yield* store.getRun(run.id)).lastSeq, 3)
     }))
 

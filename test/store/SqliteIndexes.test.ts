@@ -20,6 +20,7 @@ describe("StoreSqlite indexes", () => {
         ["model context", q.contextItems("conv-1", 2), ["items_context"]],
         ["segment export", q.traceBodies("conv-1", 1), ["items_trace"]],
         ["segment items", q.segmentItems("conv-1", 1), ["items_segment"]],
+        ["current segment items", q.currentSegmentItems("conv-1"), ["items_segment"]],
         ["items after", q.itemsAfter("conv-1", 5, 100, 50), ["items_position"]],
         ["items before", q.itemsBefore("conv-1", 100, 50), ["items_position"]],
         ["item by id", q.itemById("msg-1"), ["items_id"]],

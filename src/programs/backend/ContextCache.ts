@@ -70,9 +70,9 @@ export class ContextCache extends Effect.Service<ContextCache>()("baton/ContextC
 
     const load = (id: ConversationId) =>
       Effect.gen(function*() {
-        const segment = yield* store.currentSegment(id)
-        const items = [...(yield* store.segmentItems(id, segment))]
-        const entry: Entry = { segment, last: items.at(-1)?.position ?? 0, items }
+        const current = yield* store.currentSegmentItems(id)
+        const items = [...current.items]
+        const entry: Entry = { segment: current.segment, last: items.at(-1)?.position ?? 0, items }
         held += items.length
         return entry
       })
@@ -87,22 +87,25 @@ export class ContextCache extends Effect.Service<ContextCache>()("baton/ContextC
     const segment = (id: ConversationId, again = false): Effect.Effect<SegmentView, NotFound | StoreError> =>
       Effect.gen(function*() {
         let entry = entries.get(id)
+        let fresh = false
         if (entry === undefined) {
           const loaded = yield* load(id)
           // A concurrent look may have loaded it meanwhile: keep one.
           entry = entries.get(id)
-          if (entry === undefined) entry = loaded
-          else held -= loaded.items.length
+          if (entry === undefined) {
+            entry = loaded
+            fresh = true
+          } else held -= loaded.items.length
         }
         entries.delete(id)
         entries.set(id, entry)
         evict(id)
-        if (yield* catchUp(id, entry)) return { segment: entry.segment, items: entry.items.slice() }
+        // Read just now, it is the Store's already: nothing to catch up on.
+        if (fresh || (yield* catchUp(id, entry))) return { segment: entry.segment, items: entry.items.slice() }
         // A gap: not what this cache expects of the Store. Read the segment afresh, once.
         forget(id)
         if (!again) return yield* segment(id, true)
-        const current = yield* store.currentSegment(id)
-        return { segment: current, items: yield* store.segmentItems(id, current) }
+        return yield* store.currentSegmentItems(id)
       }).pipe(Effect.tapErrorTag("NotFound", () => Effect.sync(() => forget(id))))
 
     const forget = (id: ConversationId) => {

@@ -206,6 +206,11 @@ export const layerMemory: Layer.Layer<Store> = Layer.sync(Store, () => {
 
     currentSegment: (id) => Effect.map(stateOf(id), (s) => s.segment),
 
+    currentSegmentItems: Effect.fn("Store.currentSegmentItems")(function*(id) {
+      const state = yield* stateOf(id)
+      return { segment: state.segment, items: yield* storedAll(id, state.rows.filter((r) => r.segment === state.segment)) }
+    }),
+
     segmentItems: Effect.fn("Store.segmentItems")(function*(id, segment) {
       const state = yield* stateOf(id)
       return yield* storedAll(id, state.rows.filter((r) => r.segment === segment))

@@ -4,6 +4,7 @@ import { Context, Effect, Layer } from "effect"
 import type { StoreError } from "../../domain/Errors.js"
 import { openDatabase, type PgOptions } from "./pg/Open.js"
 import { makePgStore } from "./pg/PgStore.js"
+import { CHANNEL } from "./PgTail.js"
 import { Store } from "../Store.js"
 
 export type { PgOptions }
@@ -20,9 +21,10 @@ export const layer = (options: PgOptions): Layer.Layer<Store, StoreError> =>
 
 /**
  * The Store and its connection pool, for what shares the database with it: a cluster's runner
- * storage and shard locks (`baton serve --cluster`), and its LISTEN/NOTIFY run tail.
+ * storage and shard locks (`baton serve --cluster`), and its LISTEN/NOTIFY run tail (PgTail.ts),
+ * whose notices this Store sends inside each commit.
  */
 export const layerWithClient = (options: PgOptions): Layer.Layer<Store | PgClient.PgClient | SqlClient.SqlClient, StoreError> =>
   Layer.scopedContext(Effect.flatMap(openDatabase(options), ({ sql, target }) =>
-    Effect.map(makePgStore(sql, target), (store) =>
+    Effect.map(makePgStore(sql, target, { announce: CHANNEL }), (store) =>
       Context.make(Store, store).pipe(Context.add(PgClient.PgClient, sql), Context.add(SqlClient.SqlClient, sql)))))

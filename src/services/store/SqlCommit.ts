@@ -1,11 +1,12 @@
 import type { SqlError } from "@effect/sql/SqlError"
 import type { Statement } from "@effect/sql/Statement"
-import { Clock, Effect } from "effect"
+import { Clock, Effect, Option } from "effect"
 import type { ConversationId } from "../../domain/Ids.js"
-import { advanceOpenCalls, checkChunkSeqs, defaultFlags, isMessageType, type OpenCall } from "../../domain/ItemLog.js"
+import { advanceOpenCalls, checkChunkSeqs, type OpenCall } from "../../domain/ItemLog.js"
 import type { Chunk } from "../../domain/Events.js"
 import { type NewItem, records, type Write } from "../../domain/History.js"
 import { callAnswered, chunkCheckError, conversationNotFound, encodeEventText, newId, rejectDeltaItems, runNotFound } from "./Codec.js"
+import { type ItemRow, itemRowsOf, type Planned, plan, touchesOpenCalls } from "./SqlPlan.js"
 import type { SqlEngine } from "./SqlStore.js"
 import { decodeRows, HeadRow, OpenCallRow, RunSeqRow, ToolCallIdRow, toStoredItems } from "./SqlRows.js"
 
@@ -31,6 +32,10 @@ type ItemInsert = {
   readonly created_at: number
 }
 
+/** Item rows at their positions in the conversation, from `first` on. */
+export const positioned = (conversationId: string, items: ReadonlyArray<ItemRow>, first: number, segment: number, now: number) =>
+  items.map((r, i): ItemInsert => ({ conversation_id: conversationId, position: first + i, segment, created_at: now, ...r }))
+
 /** How a hot path runs its statements and its transaction: the engine's cheap ones where it has them. */
 export const hotPath = (engine: SqlEngine) => ({
   exec: engine.exec ?? (<A>(statement: Statement<A>): Effect.Effect<ReadonlyArray<A>, SqlError> => statement),
@@ -49,8 +54,7 @@ export const makeCommit = (engine: SqlEngine) => {
   /** Keeps `open_calls` equal to the pure rule applied over the segment so far. */
   const updateOpenCalls = (id: ConversationId, newSegment: boolean, rows: ReadonlyArray<ItemInsert>, items: ReadonlyArray<NewItem>) =>
     Effect.gen(function*() {
-      const touches = rows.some((r) => r.in_context === 1 && (r.type === "tool_call" || r.type === "tool_return"))
-      if (!touches) return
+      if (!touchesOpenCalls(rows)) return
       const current: ReadonlyArray<OpenCall> = newSegment
         ? []
         : (yield* exec(q.openCalls(id)).pipe(Effect.flatMap(decodeRows(OpenCallRow, source))))
@@ -71,6 +75,21 @@ export const makeCommit = (engine: SqlEngine) => {
     })
 
   const none = sql.literal("")
+
+  /**
+   * Why the runs refused a write, read now: a chunk that does not follow its run's seq (or names no
+   * run of this conversation), or a finished run that is not there. Answers the seqs read when
+   * none of these holds (`before` overrides them: a run this write has stamped already).
+   */
+  const refusal = (id: ConversationId, chunks: ReadonlyArray<Chunk>, finish: Write["finishRun"], runIds: ReadonlyArray<string>, before: ReadonlyMap<string, number>) =>
+    Effect.gen(function*() {
+      const seqs = yield* exec(q.runSeqs(id, runIds)).pipe(Effect.flatMap(decodeRows(RunSeqRow, source)))
+      const known = new Map(seqs.map((r) => [r.id, before.get(r.id) ?? r.last_seq]))
+      const check = checkChunkSeqs(chunks, (runId) => known.get(runId))
+      if (check._tag !== "Ok") return yield* chunkCheckError(check)
+      if (finish !== undefined && !known.has(finish.runId)) return yield* runNotFound(finish.runId)
+      return known
+    })
 
   /**
    * Checks and stamps the write's runs in one statement a run: a run's row takes its last new seq
@@ -105,11 +124,7 @@ export const makeCommit = (engine: SqlEngine) => {
         }
         if (failed === undefined) return
       }
-      const seqs = yield* exec(q.runSeqs(id, runIds)).pipe(Effect.flatMap(decodeRows(RunSeqRow, source)))
-      const known = new Map(seqs.map((r) => [r.id, before.get(r.id) ?? r.last_seq]))
-      const check = checkChunkSeqs(chunks, (runId) => known.get(runId))
-      if (check._tag !== "Ok") return yield* chunkCheckError(check)
-      if (finish !== undefined && !known.has(finish.runId)) return yield* runNotFound(finish.runId)
+      const known = yield* refusal(id, chunks, finish, runIds, before)
       // Another writer moved the run between the statement and the read: the same refusal, from what the read saw.
       const last = failed === undefined ? undefined : known.get(failed)
       if (failed === undefined || last === undefined) return yield* runNotFound(failed ?? runIds[0]!)
@@ -154,22 +169,7 @@ export const makeCommit = (engine: SqlEngine) => {
 
       yield* stampRuns(id, chunks, finish, now)
 
-      const first = head.last_position - items.length + 1
-      const rows = items.map((n, i): ItemInsert => {
-        const flags = defaultFlags(n.item, n.contextOnly, n.traceOnly)
-        return {
-          conversation_id: id,
-          position: first + i,
-          id: ids[i]!,
-          segment: head.segment,
-          in_context: flags.inContext ? 1 : 0,
-          in_trace: flags.inTrace ? 1 : 0,
-          is_message: isMessageType(n.item.type) ? 1 : 0,
-          type: n.item.type,
-          body: bodies[i]!,
-          created_at: now
-        }
-      })
+      const rows = positioned(id, itemRowsOf(write, ids, bodies), head.last_position - items.length + 1, head.segment, now)
       if (newSegment) yield* exec(sql`DELETE FROM open_calls WHERE conversation_id = ${id}`)
       for (const batch of batches(rows)) yield* exec(sql`INSERT INTO items ${sql.insert(batch)}`)
       yield* updateOpenCalls(id, newSegment, rows, items)
@@ -178,6 +178,8 @@ export const makeCommit = (engine: SqlEngine) => {
       for (const batch of batches(chunkRows)) yield* exec(sql`INSERT INTO chunks ${sql.insert(batch)}`)
       const taken = write.takesSteering ?? []
       if (taken.length > 0) yield* exec(q.dropSteering(id, taken))
+      const announced = engine.announce === undefined ? [] : [...new Set([...chunks.map((c) => c.run_id), ...(finish === undefined ? [] : [finish.runId])])]
+      if (announced.length > 0) yield* exec(engine.announce!(announced))
       const usage = write.usage ?? []
       if (usage.length > 0) {
         yield* exec(sql`INSERT INTO usage ${sql.insert(usage.map((r) => ({
@@ -195,9 +197,28 @@ export const makeCommit = (engine: SqlEngine) => {
       return rows
     })
 
+  /**
+   * The write as one statement (where the engine has them and the write is planned so): answers
+   * None when the runs refused it for a reason the read after it no longer sees (another writer
+   * moved in between), and the general path then decides.
+   */
+  const once = (write: Write, planned: Planned) =>
+    Effect.gen(function*() {
+      const id = write.conversationId
+      const written = yield* engine.one!.commit(planned)
+      if (!written.found) return yield* conversationNotFound(id)
+      if (written.ok) {
+        return Option.some(positioned(id, planned.items, written.lastPosition - planned.items.length + 1, written.segment, planned.now))
+      }
+      yield* refusal(id, write.chunks ?? [], write.finishRun, planned.runs.map((r) => r.id), new Map())
+      return Option.none()
+    })
+
   const commit = Effect.fn("Store.commit")(function*(write: Write) {
     const prepared = yield* prepare(write)
-    const rows = yield* transaction(statements(write, prepared)).pipe(retry, guard)
+    const planned = engine.one === undefined ? undefined : plan(write, prepared)
+    const done = planned === undefined ? Option.none() : yield* once(write, planned).pipe(retry, guard)
+    const rows = Option.isSome(done) ? done.value : yield* transaction(statements(write, prepared)).pipe(retry, guard)
     return yield* toStoredItems(source)(rows)
   })
 
@@ -207,5 +228,5 @@ export const makeCommit = (engine: SqlEngine) => {
    */
   const within = (write: Write) => Effect.flatMap(prepare(write), (prepared) => statements(write, prepared))
 
-  return { commit, within }
+  return { commit, within, prepare }
 }

@@ -1,24 +1,23 @@
 import type { SqlClient } from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
-import { Chunk as EChunk, type Clock, Deferred, Effect, Exit, Fiber, FiberId, Queue } from "effect"
-import { type ChunkSeqError, type NotFound, StoreError, type ToolCallAnswered } from "../../domain/Errors.js"
+import { Chunk as EChunk, Deferred, Effect, Exit, Fiber, FiberId, Queue } from "effect"
+import { StoreError } from "../../domain/Errors.js"
 import type { Chunk } from "../../domain/Events.js"
 import type { StoredItem, Write } from "../../domain/History.js"
 import { encodeEventText } from "./Codec.js"
+import { type ChunkRow, type Commit, type CommitError, inStretches, isStreamOnly, makeCommitSteps, type Outcomes, type Pending, type StepStatements } from "./GroupSteps.js"
 
 /**
  * Group commit: the commits that are waiting when the writer is free go into one transaction, so a
  * thousand conversations streaming at once pay for one write of what they share (SQLite's WAL pages,
  * PostgreSQL's round trips and its commit) instead of one per delta. Batch by arrival, never by
  * waiting: a lone commit runs at once. Each commit keeps its own outcome: the common one (a run's
- * streamed chunks, nothing recorded) is checked here against the runs' rows, locked first, and
- * written with the others in a few multi-row statements; any other commit, and any streamed one that
- * does not check out, runs on its own inside a savepoint, so its failure is its own and rolls back
- * only its own writes. The database's dialect gives the three statements (GroupStatements).
+ * streamed chunks, nothing recorded) is checked against the runs' rows, locked first, and written
+ * with the others in a few multi-row statements; any other commit, and any streamed one that does
+ * not check out, runs on its own inside a savepoint, so its failure is its own and rolls back only
+ * its own writes. The database's dialect gives the statements (GroupStatements); one whose every
+ * commit is one statement needs no savepoint (GroupSteps.ts).
  */
-
-type CommitError = NotFound | ChunkSeqError | ToolCallAnswered | StoreError
-type Commit = (write: Write) => Effect.Effect<ReadonlyArray<StoredItem>, CommitError>
 
 export interface RunRow {
   readonly id: string
@@ -27,19 +26,16 @@ export interface RunRow {
   readonly last_seq: number | string
 }
 
-export interface ChunkRow {
-  readonly run_id: string
-  readonly seq: number
-  readonly body: string
-}
-
-/** What one database says for the streamed part of a group; each statement takes any number of rows. */
-export interface GroupStatements {
+/** The streamed part as three statements, checked here between them (SQLite); each takes any number of rows. */
+export interface LockStatements {
   /** Stamps the runs and holds them for the transaction (writing first: SQLite takes its write lock here). */
   readonly lockRuns: (ids: ReadonlyArray<string>, now: number) => Effect.Effect<ReadonlyArray<RunRow>, SqlError>
   readonly insertChunks: (rows: ReadonlyArray<ChunkRow>) => Effect.Effect<void, SqlError>
   readonly setLastSeqs: (runs: ReadonlyArray<readonly [id: string, lastSeq: number]>) => Effect.Effect<void, SqlError>
 }
+
+/** What one database says for the streamed part of a group: three statements, or one (GroupSteps.ts). */
+export type GroupStatements = LockStatements | StepStatements
 
 export interface GroupEngine {
   readonly sql: SqlClient
@@ -54,25 +50,11 @@ export interface GroupEngine {
   readonly transaction?: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | SqlError, R>
 }
 
-interface Pending {
-  readonly write: Write
-  /** The caller's: its commit is stamped by the clock it runs on, not the writer's. */
-  readonly clock: Clock.Clock
-  readonly done: Deferred.Deferred<ReadonlyArray<StoredItem>, CommitError>
-}
-
 /** Queued by closing the scope, after every commit accepted: the writer stops once it has written them. */
 const STOP = Symbol("stop")
 
-type Outcomes = Map<Pending, Exit.Exit<ReadonlyArray<StoredItem>, CommitError>>
-
 /** Commits taken into one transaction at most (the rest wait for the next one). */
 const MAX_GROUP = 2048
-
-/** Only streamed chunks: no history items, no run finished, no new segment, no usage. */
-const isStreamOnly = (write: Write): boolean =>
-  (write.items ?? []).length === 0 && write.finishRun === undefined && write.newSegment !== true && (write.usage ?? []).length === 0 &&
-  (write.chunks ?? []).length > 0
 
 /** Which streamed commits continue their runs' seqs (in group order), the chunks they add, and the runs' new last seqs. */
 const check = (group: ReadonlyArray<Pending>, rows: ReadonlyArray<RunRow>) => {
@@ -109,9 +91,10 @@ export const makeGroupCommit = (engine: GroupEngine, single: Commit) =>
     const queue = yield* Queue.unbounded<Pending | typeof STOP>()
 
     const alone = (pending: Pending) => Effect.exit(Effect.withClock(single(pending.write), pending.clock))
+    const commitSteps = (writeSteps: StepStatements["writeSteps"]) => makeCommitSteps({ alone, lostRace, transact, transaction, writeSteps })
 
     /** Streamed commits, checked against the runs' last seqs and written together; the rest go to `single`. */
-    const streamed = (group: ReadonlyArray<Pending>, outcomes: Outcomes, lone: boolean) =>
+    const streamed = (statements: LockStatements, group: ReadonlyArray<Pending>, outcomes: Outcomes, lone: boolean) =>
       Effect.gen(function*() {
         const now = yield* group[0]!.clock.currentTimeMillis
         const runIds = [...new Set(group.flatMap((p) => (p.write.chunks ?? []).map((c) => c.run_id)))].sort()
@@ -141,21 +124,15 @@ export const makeGroupCommit = (engine: GroupEngine, single: Commit) =>
         if (group.length === 1 && !isStreamOnly(group[0]!.write)) {
           return yield* Deferred.done(group[0]!.done, yield* alone(group[0]!))
         }
+        if ("writeSteps" in statements) return yield* commitSteps(statements.writeSteps)(group)
         const outcomes: Outcomes = new Map()
-        const group_ = Effect.gen(function*() {
+        const group_ = Effect.suspend(() => {
           outcomes.clear()
-          let at = 0
-          while (at < group.length) {
-            let end = at
-            while (end < group.length && isStreamOnly(group[end]!.write)) end++
-            if (end > at) {
-              yield* streamed(group.slice(at, end), outcomes, group.length === 1)
-              at = end
-            } else {
-              outcomes.set(group[at]!, yield* alone(group[at]!))
-              at++
-            }
-          }
+          return inStretches(
+            group,
+            (part) => streamed(statements, part, outcomes, group.length === 1),
+            (pending) => Effect.map(alone(pending), (exit) => void outcomes.set(pending, exit))
+          )
         })
         const exit = yield* Effect.exit(transact(transaction(group_)))
         for (const pending of group) {

@@ -20,6 +20,8 @@ export interface SqlDialect {
   readonly toolCallIdOfBody: string
   /** A held steering message's `otid`, read from its JSON body. */
   readonly otidOfBody: string
+  /** Has LATERAL joins (PostgreSQL; SQLite has none): a page of items can come with its conversation's row. */
+  readonly lateral: boolean
 }
 
 const ITEM = "id, conversation_id, position, segment, in_context, in_trace, body, created_at"
@@ -93,6 +95,17 @@ export const makeQueries = (sql: SqlClient, dialect: SqlDialect) => {
     itemsAfter: (id: string, after: number, before: number, limit: number) =>
       sql`SELECT ${item} FROM items WHERE conversation_id = ${id} AND position > ${after} AND position < ${before}
           ORDER BY position LIMIT ${limit}`,
+    /**
+     * itemsAfter read from the conversation's row (LATERAL), as openCallItems: no row at all means no
+     * such conversation, one of NULLs no items. Rows come in no set order; the caller sorts the page.
+     */
+    itemsAfterFrom: dialect.lateral
+      ? (id: string, after: number, before: number, limit: number) =>
+        sql`SELECT ${joined} FROM conversations c LEFT JOIN LATERAL (
+            SELECT ${item} FROM items WHERE conversation_id = c.id AND position > ${after} AND position < ${before}
+            ORDER BY position LIMIT ${limit}
+          ) i ON true WHERE c.id = ${id}`
+      : undefined,
     itemsBefore: (id: string, before: number, limit: number) =>
       sql`SELECT ${item} FROM items WHERE conversation_id = ${id} AND position < ${before}
           ORDER BY position DESC LIMIT ${limit}`,
@@ -107,6 +120,11 @@ export const makeQueries = (sql: SqlClient, dialect: SqlDialect) => {
     segmentItems: (id: string, segment: number) =>
       sql`SELECT ${item} FROM items ${by("items_segment")}
           WHERE conversation_id = ${id} AND segment = ${segment} ORDER BY position`,
+    // items_segment, from the conversation's row (its current segment): none means no such conversation
+    currentSegmentItems: (id: string) =>
+      sql`SELECT c.segment AS current_segment, ${joined} FROM conversations c
+          LEFT JOIN items i ${by("items_segment")} ON i.conversation_id = c.id AND i.segment = c.segment
+          WHERE c.id = ${id}`,
     // items_trace
     traceBodies: (id: string, segment: number) =>
       sql<{ readonly body: string }>`SELECT body FROM items ${by("items_trace")}

@@ -14,18 +14,18 @@ import {
 } from "../../domain/ItemLog.js"
 import type { ToolCall } from "../../domain/Messages.js"
 import {
-  busyConflict,
   conversationNotFound,
   decodeChunks,
   encodeSettings,
   makeConversation,
   messageNotFound,
-  newRun,
   runNotFound
 } from "./Codec.js"
 import { Store } from "../Store.js"
 import { hotPath, makeCommit } from "./SqlCommit.js"
 import { makeSqlLedger } from "./SqlLedger.js"
+import { makeCreateRun } from "./SqlRuns.js"
+import type { OneStatement } from "./SqlPlan.js"
 import type { Queries } from "./SqlQueries.js"
 import { ChunkRow, ConversationRow, decodeRows, type RowSource, SegmentRow, toConversation, toRuns, toStoredItems } from "./SqlRows.js"
 
@@ -52,16 +52,22 @@ export interface SqlEngine {
   readonly exec?: <A>(statement: Statement<A>) => Effect.Effect<ReadonlyArray<A>, SqlError>
   /** A hot path's write transaction; by default `sql.withTransaction`. */
   readonly transaction?: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | SqlError, R>
+  /** Common writes as one statement each (PostgreSQL): no transaction round trips around them. */
+  readonly one?: OneStatement
+  /** Names a commit's runs to other processes, delivered when the transaction commits (PostgreSQL NOTIFY). */
+  readonly announce?: (runIds: ReadonlyArray<string>) => Statement<unknown>
+  /** A unique index refusing a run another writer created meanwhile (`one.createRun` then decides again). */
+  readonly uniqueRace?: (error: unknown) => boolean
 }
 
 export const makeSqlStore = (engine: SqlEngine) => {
   const { guard: run, q, retry, snapshot, source, sql } = engine
-  const { exec, transaction } = hotPath(engine)
+  const { exec } = hotPath(engine)
   const items = toStoredItems(source)
   const conversations = (rows: ReadonlyArray<unknown>) =>
     Effect.flatMap(decodeRows(ConversationRow, source)(rows), Effect.forEach(toConversation(source)))
   const runs = toRuns(source)
-  const { commit, within } = makeCommit(engine)
+  const { commit, prepare, within } = makeCommit(engine)
 
   const segmentOf = (id: ConversationId) =>
     Effect.flatMap(exec(q.conversationHead(id)).pipe(Effect.flatMap(decodeRows(SegmentRow, source))), ([head]) =>
@@ -147,11 +153,16 @@ export const makeSqlStore = (engine: SqlEngine) => {
     listItems: Effect.fn("Store.listItems")(function*(id, query) {
       const limit = clampLimit(query?.limit, 100, 1000)
       const before = query?.before ?? Number.MAX_SAFE_INTEGER
-      const rows = yield* rowsOf(
-        id,
-        query?.after !== undefined
-          ? exec(q.itemsAfter(id, query.after, before, limit))
-          : Effect.map(exec(q.itemsBefore(id, before, limit)), (r) => [...r].reverse())
+      const after = query?.after
+      const rows = yield* (
+        after !== undefined && q.itemsAfterFrom !== undefined
+          ? Effect.map(joinedRows(id, exec(q.itemsAfterFrom(id, after, before, limit))), (r) => r.sort((a, b) => Number(a["position"]) - Number(b["position"])))
+          : rowsOf(
+            id,
+            after !== undefined
+              ? exec(q.itemsAfter(id, after, before, limit))
+              : Effect.map(exec(q.itemsBefore(id, before, limit)), (r) => [...r].reverse())
+          )
       ).pipe(run)
       return yield* items(rows)
     }),
@@ -168,6 +179,14 @@ export const makeSqlStore = (engine: SqlEngine) => {
     }),
 
     currentSegment: (id) => run(segmentOf(id)),
+
+    currentSegmentItems: Effect.fn("Store.currentSegmentItems")(function*(id) {
+      const rows = yield* exec(q.currentSegmentItems(id)).pipe(run)
+      if (rows.length === 0) return yield* conversationNotFound(id)
+      const segment = Number(rows[0]!["current_segment"])
+      const found = rows.filter((r) => r["id"] !== null).sort((a, b) => Number(a["position"]) - Number(b["position"]))
+      return { segment, items: yield* items(found) }
+    }),
 
     segmentItems: Effect.fn("Store.segmentItems")(function*(id, segment) {
       const rows = yield* rowsOf(id, q.segmentItems(id, segment)).pipe(run)
@@ -198,43 +217,7 @@ export const makeSqlStore = (engine: SqlEngine) => {
       return backfillWindow(tail, { primary: options?.primary ?? DEFAULT_BACKFILL_PRIMARY, cap })
     }),
 
-    createRun: Effect.fn("Store.createRun")(function*(id, otid, kind, options) {
-      const created = yield* newRun(id, otid, kind, options?.owner)
-      const now = created.createdAt
-      const input = options?.input?.(created)
-      return yield* transaction(Effect.gen(function*() {
-        // Holding the conversation's row (PostgreSQL; SQLite's transaction holds the whole file once
-        // it writes), the checks below and the insert see every run another process started.
-        const [conversation] = yield* exec(q.lockConversation(id))
-        if (conversation === undefined) return yield* conversationNotFound(id)
-        // One statement answers both checks. The otid decides first: a repeated otid returns its run,
-        // running or not; only then does a running run refuse a new one.
-        const found = yield* Effect.flatMap(exec(q.runByOtidOrActive(id, otid)), runs)
-        const existing = found.find((r) => r.otid === otid)
-        if (existing !== undefined) return { run: existing, created: false }
-        const active = found.find((r) => r.status === "running")
-        if (active !== undefined) return yield* busyConflict(id, active)
-        // The database refuses a second running run itself (runs_running, a partial unique index).
-        yield* exec(sql`INSERT INTO runs ${
-          sql.insert({
-            id: created.id,
-            conversation_id: id,
-            otid,
-            kind,
-            status: "running",
-            last_seq: 0,
-            owner: created.owner ?? null,
-            created_at: now,
-            updated_at: now
-          })
-        }`)
-        if (input !== undefined) {
-          // In this transaction itself, not a savepoint of it: the run and its input stand or fall together.
-          yield* within({ conversationId: id, ...input }).pipe(Effect.catchTag("ChunkSeqError", Effect.die))
-        }
-        return { run: created, created: true }
-      })).pipe(retry, run)
-    }),
+    createRun: makeCreateRun(engine, { prepare, within }),
 
     getRun: Effect.fn("Store.getRun")(function*(id) {
       const [found] = yield* q.runById(id).pipe(run, Effect.flatMap(runs))

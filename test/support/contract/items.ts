@@ -154,6 +154,14 @@ export const itemContract = (makeStore: MakeStore) =>
           [7, true, true]
         ])
         assert.deepStrictEqual(yield* store.segmentItems(c.id, 3), [])
+        // The current segment and its items in one read.
+        const current = yield* store.currentSegmentItems(c.id)
+        assert.strictEqual(current.segment, 2)
+        assert.deepStrictEqual(current.items, yield* store.segmentItems(c.id, 2))
+        const fresh = yield* newConversation
+        assert.deepStrictEqual(yield* store.currentSegmentItems(fresh.id), { segment: 1, items: [] })
+        const missing = yield* Effect.flip(store.currentSegmentItems(ConversationId.make("conv-missing")))
+        assert.strictEqual(missing._tag, "NotFound")
       }).pipe(Effect.provide(makeStore())))
 
     it.effect("traceOnly items are shown in the trace and never reach the model", () =>

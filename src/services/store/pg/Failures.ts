@@ -79,3 +79,10 @@ export const guard = (target: PgTarget) => guardWith((e) => classify(target, e))
 export const isLostRace = (e: unknown): boolean => isSqlError(e) && (codeOf(e) === "40001" || codeOf(e) === "40P01")
 
 export const retryLostRace = retryLostRaces(isLostRace)
+
+/** A run insert refused by runs_otid or runs_running: another writer created a run meanwhile. */
+export const isRunRace = (e: unknown): boolean => {
+  if (!isSqlError(e) || codeOf(e) !== "23505") return false
+  const constraint = (e.cause as { readonly constraint?: unknown } | undefined)?.constraint
+  return constraint === "runs_otid" || constraint === "runs_running"
+}

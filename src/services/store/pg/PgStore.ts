@@ -4,8 +4,9 @@ import { Store } from "../../Store.js"
 import { makeQueries, type SqlDialect } from "../SqlQueries.js"
 import { makeGroupCommit } from "../SqlGroupCommit.js"
 import { makeSqlStore } from "../SqlStore.js"
-import { corruptError, guard, isLostRace, type PgTarget, retryLostRace } from "./Failures.js"
+import { corruptError, guard, isLostRace, isRunRace, type PgTarget, retryLostRace } from "./Failures.js"
 import { pgGroupStatements } from "./GroupCommit.js"
+import { pgOneStatement } from "./OneStatement.js"
 
 /**
  * services/store/pg/ is the Store on PostgreSQL: connecting and checking the server (Open), the
@@ -22,20 +23,34 @@ const dialect: SqlDialect = {
   // Several processes write one database: createRun holds the conversation's row while it decides.
   lockRow: " FOR UPDATE",
   toolCallIdOfBody: "(body::jsonb ->> 'tool_call_id')",
-  otidOfBody: "(body::jsonb ->> 'otid')"
+  otidOfBody: "(body::jsonb ->> 'otid')",
+  lateral: true
 }
 
 export const pgQueries = (sql: SqlClient) => makeQueries(sql, dialect)
 
+export interface PgStoreOptions {
+  /**
+   * The channel on which every commit names its runs, inside the commit itself (NOTIFY is delivered
+   * when the commit's transaction commits, so never before its chunks can be read): a cluster's run
+   * tail listens there (../PgTail.ts), and no commit costs a round trip of its own to announce.
+   */
+  readonly announce?: string
+}
+
 /** The Store over a pool; its group-commit writer lives in the scope. */
-export const makePgStore = (sql: SqlClient, target: PgTarget) =>
+export const makePgStore = (sql: SqlClient, target: PgTarget, options?: PgStoreOptions) =>
   Effect.gen(function*() {
+    const channel = options?.announce
     const store = makeSqlStore({
       sql,
       q: pgQueries(sql),
       source: { label: target.label, corrupt: (what) => corruptError(target, what) },
       guard: guard(target),
       retry: retryLostRace,
+      one: pgOneStatement(sql, channel),
+      uniqueRace: isRunRace,
+      ...(channel === undefined ? {} : { announce: (ids: ReadonlyArray<string>) => sql`SELECT pg_notify(${channel}, ${ids.join(",")})` }),
       // Each statement of a READ COMMITTED transaction sees its own snapshot; these reads need one.
       snapshot: (effect) =>
         sql.withTransaction(Effect.zipRight(sql`SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY`, effect))
@@ -44,7 +59,7 @@ export const makePgStore = (sql: SqlClient, target: PgTarget) =>
     const commit = yield* makeGroupCommit({
       sql,
       label: target.label,
-      statements: pgGroupStatements(sql),
+      statements: pgGroupStatements(sql, channel),
       transact: (effect) => effect.pipe(retryLostRace, guard(target)),
       lostRace: isLostRace
     }, store.commit)

@@ -1,5 +1,6 @@
 import { Effect } from "effect"
-import type { ChunkRow, GroupStatements, RunRow } from "../SqlGroupCommit.js"
+import type { ChunkRow } from "../GroupSteps.js"
+import type { GroupStatements, RunRow } from "../SqlGroupCommit.js"
 import type { SqliteSql } from "./Client.js"
 
 /**

@@ -22,7 +22,8 @@ const dialect: SqlDialect = {
   // One writer at a time holds the whole file; there is no row lock to take.
   lockRow: "",
   toolCallIdOfBody: "json_extract(body, '$.tool_call_id')",
-  otidOfBody: "json_extract(body, '$.otid')"
+  otidOfBody: "json_extract(body, '$.otid')",
+  lateral: false
 }
 
 export const sqliteQueries = (sql: SqliteSql) => makeQueries(sql, dialect)

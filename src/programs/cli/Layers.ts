@@ -1,21 +1,24 @@
+import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import * as Path from "node:path"
 import { ConfigError, type StoreError } from "../../domain/Errors.js"
 import { ProviderInvalidRequest } from "../../domain/ProviderError.js"
-import type { Backend } from "../../services/Backend.js"
+import { Backend } from "../../services/Backend.js"
 import type { RemoteOptions } from "../../services/backend/Remote.js"
-import { layerNone as noMcpServers, type McpClients } from "../../services/McpClients.js"
+import { layerNone as noMcpServers, McpClients, none as noMcpClients } from "../../services/McpClients.js"
 import { Provider } from "../../services/Provider.js"
 import { layerFromSettings } from "../../services/provider/Config.js"
 import type { Credentials } from "../../services/provider/Credentials.js"
 import { layerSqlite, type SqliteOptions } from "../../services/store/Sqlite.js"
 import type { Store } from "../../services/Store.js"
-import type { ToolExecutor } from "../../services/ToolExecutor.js"
+import { ToolExecutor } from "../../services/ToolExecutor.js"
 import * as ToolExecutorLive from "../../services/tools/Executor.js"
-import { layerLocal, type LocalOptions } from "../backend/BackendLocal.js"
+import type { ToolExecutorOptions } from "../../services/tools/Executor.js"
+import { layerLocal, type LocalOptions, makeBackendLocal } from "../backend/BackendLocal.js"
 import type { RunnerOptions } from "./ClusterRunner.js"
 import type { BatonServer, ServeOptions, ServerStartError } from "../server/Server.js"
 import type { BatonWeb, WebOptions, WebStartError } from "../web/WebServer.js"
@@ -90,13 +93,15 @@ export const storeOptions = (env: AppEnv): SqliteOptions => ({ filename: storeFi
  * BATON_DATABASE_URL (loaded only then: a SQLite user never loads the PostgreSQL driver; its
  * durability is the server's own `synchronous_commit`).
  */
-const store = (env: AppEnv): Layer.Layer<Store, ConfigError | StoreError> =>
-  Layer.unwrapEffect(Effect.gen(function*() {
+const storeLayer = (env: AppEnv): Effect.Effect<Layer.Layer<Store, StoreError>, ConfigError> =>
+  Effect.gen(function*() {
     const url = yield* databaseUrl(env)
     if (url === undefined) return layerSqlite(storeOptions(env))
     const StorePg = yield* Effect.promise(() => import("../../services/store/Pg.js"))
     return StorePg.layer({ url })
-  }))
+  })
+
+const store = (env: AppEnv): Layer.Layer<Store, ConfigError | StoreError> => Layer.unwrapEffect(storeLayer(env))
 
 /** Conversations in the store, model calls in this process. */
 const localBackend = (env: AppEnv, provider: Layer.Layer<Provider, ConfigError>, options?: LocalOptions): Layer.Layer<Backend, ConfigError | StoreError> =>
@@ -152,19 +157,50 @@ export const mcpClients = (env: AppEnv): Layer.Layer<McpClients> =>
  * reaped from the home's registry; Bash runs in the sandbox the options and settings ask for.
  */
 export const tools = (env: AppEnv): Layer.Layer<ToolExecutor | McpClients, ConfigError> =>
-  ToolExecutorLive.layerWithMcp({
-    workspace: env.workspace,
-    processRegistryDir: Path.join(env.home, "processes"),
-    sandbox: sandboxConfig(env),
-    ...(env.settings.file.mcpToolTimeoutMs !== undefined ? { limits: { mcpTimeoutMs: env.settings.file.mcpToolTimeoutMs } } : {})
-  }).pipe(Layer.provideMerge(mcpClients(env)))
+  ToolExecutorLive.layerWithMcp(toolOptions(env)).pipe(Layer.provideMerge(mcpClients(env)))
 
-/** Backend + tools for a task command, with this model. */
+const toolOptions = (env: AppEnv): Omit<ToolExecutorOptions, "mcp"> => ({
+  workspace: env.workspace,
+  processRegistryDir: Path.join(env.home, "processes"),
+  sandbox: sandboxConfig(env),
+  ...(env.settings.file.mcpToolTimeoutMs !== undefined ? { limits: { mcpTimeoutMs: env.settings.file.mcpToolTimeoutMs } } : {})
+})
+
+/** The tools of `tools`, made in the caller's scope. */
+const toolsContext = (env: AppEnv): Effect.Effect<Context.Context<ToolExecutor | McpClients>, ConfigError, Scope.Scope> =>
+  Effect.gen(function*() {
+    const mcp = env.settings.mcpServers.length === 0 ? noMcpClients : Context.get(yield* Layer.build(mcpClients(env)), McpClients)
+    const executor = yield* ToolExecutorLive.makeToolExecutor({ ...toolOptions(env), mcp })
+    return Context.make(ToolExecutor, executor).pipe(Context.add(McpClients, mcp))
+  })
+
+/** The local backend of `backend`, made in the caller's scope over the store's and the model's layers. */
+const localBackendContext = (
+  env: AppEnv,
+  provider: Layer.Layer<Provider, ConfigError>
+): Effect.Effect<Context.Context<Backend>, ConfigError | StoreError, Scope.Scope> =>
+  Effect.gen(function*() {
+    const ports = Context.merge(yield* Layer.build(yield* storeLayer(env)), yield* Layer.build(provider))
+    return Context.make(Backend, yield* Effect.provide(makeBackendLocal(), ports))
+  })
+
+/**
+ * Backend + tools for a task command, with this model. Locally, one layer whose parts are made as
+ * effects, side by side: every layer of a composition pays for its build (the memo map, a scope, a
+ * fiber for each merged branch): as a tree of layers this cost ~7,700 Effect steps and 38 fibers before
+ * a task's first request, against ~3,500 and 4 (test/cli/StartupWork counts them).
+ */
 export const task = (
   env: AppEnv,
   provider: Layer.Layer<Provider, ConfigError>,
   onWait?: RemoteOptions["onWait"]
-): Layer.Layer<Backend | ToolExecutor | McpClients, ConfigError | StoreError> => Layer.merge(backend(env, provider, onWait), tools(env))
+): Layer.Layer<Backend | ToolExecutor | McpClients, ConfigError | StoreError> =>
+  env.args.server !== undefined
+    ? Layer.merge(backend(env, provider, onWait), tools(env))
+    : Layer.scopedContext(Effect.map(
+      Effect.all([localBackendContext(env, provider), toolsContext(env)], { concurrency: 2 }),
+      ([backend, tools]) => Context.merge(backend, tools)
+    ))
 
 /**
  * Telemetry, from the standard OTEL_* variables (TelemetryConfig.ts): spans (and, for `baton serve`,

@@ -101,11 +101,9 @@ const storeLayer = (env: AppEnv): Effect.Effect<Layer.Layer<Store, StoreError>, 
     return StorePg.layer({ url })
   })
 
-const store = (env: AppEnv): Layer.Layer<Store, ConfigError | StoreError> => Layer.unwrapEffect(storeLayer(env))
-
 /** Conversations in the store, model calls in this process. */
 const localBackend = (env: AppEnv, provider: Layer.Layer<Provider, ConfigError>, options?: LocalOptions): Layer.Layer<Backend, ConfigError | StoreError> =>
-  layerLocal(options).pipe(Layer.provide([store(env), provider]))
+  layerLocal(options).pipe(Layer.provide([Layer.unwrapEffect(storeLayer(env)), provider]))
 
 /**
  * Where conversations and model calls live. This is the one place `--server URL` swaps the local
@@ -166,7 +164,7 @@ const toolOptions = (env: AppEnv): Omit<ToolExecutorOptions, "mcp"> => ({
   ...(env.settings.file.mcpToolTimeoutMs !== undefined ? { limits: { mcpTimeoutMs: env.settings.file.mcpToolTimeoutMs } } : {})
 })
 
-/** The tools of `tools`, made in the caller's scope. */
+/** The tools of `tools` and the local backend of `backend`, made in the caller's scope. */
 const toolsContext = (env: AppEnv): Effect.Effect<Context.Context<ToolExecutor | McpClients>, ConfigError, Scope.Scope> =>
   Effect.gen(function*() {
     const mcp = env.settings.mcpServers.length === 0 ? noMcpClients : Context.get(yield* Layer.build(mcpClients(env)), McpClients)
@@ -174,7 +172,6 @@ const toolsContext = (env: AppEnv): Effect.Effect<Context.Context<ToolExecutor |
     return Context.make(ToolExecutor, executor).pipe(Context.add(McpClients, mcp))
   })
 
-/** The local backend of `backend`, made in the caller's scope over the store's and the model's layers. */
 const localBackendContext = (
   env: AppEnv,
   provider: Layer.Layer<Provider, ConfigError>
@@ -186,9 +183,8 @@ const localBackendContext = (
 
 /**
  * Backend + tools for a task command, with this model. Locally, one layer whose parts are made as
- * effects, side by side: every layer of a composition pays for its build (the memo map, a scope, a
- * fiber for each merged branch): as a tree of layers this cost ~7,700 Effect steps and 38 fibers before
- * a task's first request, against ~3,500 and 4 (test/cli/StartupWork counts them).
+ * effects side by side: as a tree of layers (a memo-map entry, a scope and a fiber per merged branch
+ * each) they cost ~7,700 Effect steps and 38 fibers before the first request, now ~3,500 and 4.
  */
 export const task = (
   env: AppEnv,

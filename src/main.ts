@@ -1,15 +1,11 @@
-import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
-import * as NodePath from "@effect/platform-node/NodePath"
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
-import * as NodeTerminal from "@effect/platform-node/NodeTerminal"
 import * as Cause from "effect/Cause"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
-import * as Layer from "effect/Layer"
-import * as Logger from "effect/Logger"
 import { cli } from "./Cli.js"
 import { endingOf } from "./programs/cli/Ending.js"
+import { withPlatform } from "./programs/cli/Platform.js"
 import { colorFor, stripAnsi } from "./programs/cli/view/Style.js"
 
 /**
@@ -26,14 +22,7 @@ const cliConsole = (color: boolean) =>
 
 const program = cli(process.argv).pipe(
   (self) => Effect.flatMap(cliConsole(colorFor(process.stdout, process.env)), (c) => Effect.withConsole(self, c)),
-  // What @effect/cli needs (not NodeContext: its command executor and workers would load for nothing).
-  Effect.provide(Layer.mergeAll(
-    NodeFileSystem.layer,
-    NodePath.layer,
-    NodeTerminal.layer,
-    // Logs (rare warnings) go to stderr: stdout belongs to the answer, or to `--json` events only.
-    Logger.replace(Logger.defaultLogger, Logger.prettyLogger({ stderr: true }))
-  )),
+  withPlatform,
   Effect.as(0),
   Effect.catchAllCause((cause) =>
     Cause.isInterruptedOnly(cause)

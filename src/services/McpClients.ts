@@ -77,8 +77,10 @@ export class McpClients extends Context.Tag("baton/McpClients")<McpClients, {
 const nothing: ReadonlyArray<McpServerState> = []
 
 /** No MCP servers configured: nothing starts, and the MCP client library is never loaded. */
-export const layerNone: Layer.Layer<McpClients> = Layer.succeed(McpClients, McpClients.of({
+export const none: McpClients["Type"] = McpClients.of({
   servers: Effect.succeed(nothing),
   changes: Stream.make(nothing),
   call: (server, tool) => Effect.fail(new McpCallError({ server, tool, message: `no MCP server "${server}" is configured` }))
-}))
+})
+
+export const layerNone: Layer.Layer<McpClients> = Layer.succeed(McpClients, none)

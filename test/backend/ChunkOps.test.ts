@@ -1,7 +1,7 @@
 import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
 import * as HttpClientResponse from "@effect/platform/HttpClientResponse"
 import { assert, describe, it } from "@effect/vitest"
-import { Chunk as EChunk, Effect, Option, RuntimeFlags, RuntimeFlagsPatch, Stream, Supervisor } from "effect"
+import { Chunk as EChunk, Effect, Option, Stream } from "effect"
 import * as Path from "node:path"
 import type { Chunk } from "../../src/domain/Events.js"
 import { Otid, RunId } from "../../src/domain/Ids.js"
@@ -10,6 +10,7 @@ import { END_EVENT, sseEvent } from "../../src/programs/server/Sse.js"
 import { chunksOf } from "../../src/services/backend/RemoteRunStream.js"
 import { layerSqlite } from "../../src/services/store/Sqlite.js"
 import { Store } from "../../src/services/Store.js"
+import { counted } from "../support/effectSteps.js"
 import { tempDir } from "../support/tempDir.js"
 
 /**
@@ -18,28 +19,6 @@ import { tempDir } from "../support/tempDir.js"
  * one. Counted, not timed: every step the runtime takes on the counted fibers (the emitting one and
  * the follower's) goes through a supervisor.
  */
-
-class StepCounter extends Supervisor.AbstractSupervisor<number> {
-  steps = 0
-  fibers = 0
-  readonly value = Effect.sync(() => this.steps)
-  override onEffect() {
-    this.steps++
-  }
-  override onStart() {
-    this.fibers++
-  }
-}
-
-const counted = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
-  Effect.gen(function*() {
-    const counter = new StepCounter()
-    const result = yield* effect.pipe(
-      Effect.supervised(counter),
-      Effect.withRuntimeFlagsPatch(RuntimeFlagsPatch.enable(RuntimeFlags.OpSupervision))
-    )
-    return { result, steps: counter.steps, fibers: counter.fibers }
-  })
 
 /** One run: a follower caught up on its first chunk, then one batch of `deltas`, then the stop; the steps of the last two. */
 const stepsFor = (deltas: number) =>

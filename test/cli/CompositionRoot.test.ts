@@ -27,11 +27,11 @@ const cli = Path.join("src", "programs", "cli")
 const programs = [...sources(cli), ...sources(Path.join("src", "programs", "server"))]
 
 describe("the CLI's composition root", () => {
-  it("only Layers.ts makes layers and only Commands.ts provides them (and ClusterRunner.ts, a cluster runner's wiring); only Io.ts touches the process", () => {
+  it("only Layers.ts makes layers and only Commands.ts provides them (and ClusterRunner.ts, a cluster runner's wiring, and Platform.ts, what the process runs in); only Io.ts touches the process", () => {
     const makesLayers = programs.filter((file) => file.startsWith(cli) && /^import \* as Layer from "effect\/Layer"/m.test(code(file)))
     assert.deepStrictEqual(makesLayers, [Path.join(cli, "Layers.ts")])
     const provides = programs.filter((file) => file.startsWith(cli) && /\b(Effect|Layer)\.provide(Merge)?\(/.test(code(file)))
-    assert.deepStrictEqual(provides.sort(), [Path.join(cli, "ClusterRunner.ts"), Path.join(cli, "Commands.ts"), Path.join(cli, "Layers.ts")])
+    assert.deepStrictEqual(provides.sort(), [Path.join(cli, "ClusterRunner.ts"), Path.join(cli, "Commands.ts"), Path.join(cli, "Layers.ts"), Path.join(cli, "Platform.ts")])
     const touchesProcess = programs.filter((file) => /\bprocess\./.test(code(file)))
     assert.deepStrictEqual(touchesProcess, [Path.join(cli, "Io.ts")])
   })

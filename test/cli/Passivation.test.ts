@@ -1,7 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Duration, Effect, Exit } from "effect"
 import * as Fs from "node:fs"
-import * as Layers from "../../src/programs/cli/Layers.js"
+import * as ServeConfig from "../../src/programs/cli/ServeConfig.js"
 import { cliDirs, runCli } from "../support/cliProcess.js"
 import * as MockModelServer from "../support/MockModelServer.js"
 
@@ -9,11 +9,11 @@ import * as MockModelServer from "../support/MockModelServer.js"
 describe("baton serve --passivation", () => {
   it.effect("the flag becomes the local backend's passivation; absent, the backend keeps its default", () =>
     Effect.gen(function*() {
-      const given = yield* Layers.passivation({ host: undefined, port: undefined, token: undefined, passivationMs: 250 })
+      const given = yield* ServeConfig.passivation({ host: undefined, port: undefined, token: undefined, passivationMs: 250 })
       assert.isDefined(given.passivation)
       assert.strictEqual(Duration.toMillis(Duration.decode(given.passivation!)), 250)
-      assert.deepStrictEqual(yield* Layers.passivation({ host: undefined, port: undefined, token: undefined }), {})
-      const tooShort = yield* Effect.exit(Layers.passivation({ host: undefined, port: undefined, token: undefined, passivationMs: 99 }))
+      assert.deepStrictEqual(yield* ServeConfig.passivation({ host: undefined, port: undefined, token: undefined }), {})
+      const tooShort = yield* Effect.exit(ServeConfig.passivation({ host: undefined, port: undefined, token: undefined, passivationMs: 99 }))
       assert.isTrue(Exit.isFailure(tooShort))
     }))
 

@@ -49,6 +49,16 @@ const isNode = (u: unknown): u is Node => typeof u === "object" && u !== null &&
 export const docText = (doc: unknown): string =>
   isNode(doc) && doc._tag !== "Empty" ? HelpDoc.toAnsiText(doc as unknown as HelpDoc.HelpDoc).replace(/\x1b\[[0-9;]*m/g, "").trim() : ""
 
+/**
+ * A description rendered when first read: rendering a HelpDoc runs @effect/printer's layout (a few
+ * hundred Effect steps each), and every command would otherwise pay for every page's text at start-up
+ * although only a help page or a usage error reads one.
+ */
+const described = <A extends object>(spec: A, doc: unknown): A & { readonly description: string } => {
+  let text: string | undefined
+  return Object.defineProperty(spec, "description", { enumerable: true, get: () => (text ??= docText(doc)) }) as A & { readonly description: string }
+}
+
 const kindOf = (primitive: unknown): ValueKind => {
   if (!isNode(primitive)) return { _tag: "Other", name: "value" }
   switch (primitive._tag) {
@@ -115,25 +125,23 @@ const singles = (root: unknown): ReadonlyArray<Found<null>> => {
 const optionSpec = ({ node, optional, repeated }: Found<null>): OptionSpec => {
   const pseudo = node["pseudoName"] as { readonly _tag: string; readonly value?: string } | undefined
   const kind = kindOf(node["primitiveType"])
-  return {
+  return described({
     names: [node["fullName"] as string, ...(node["aliases"] as ReadonlyArray<string>).map((a) => (a.length === 1 ? `-${a}` : `--${a}`))],
     placeholder: kind._tag === "Bool" ? undefined : kind._tag === "Choice" ? kind.choices.join("|") : pseudo?._tag === "Some" ? pseudo.value : "VALUE",
     kind,
-    description: docText(node["description"]),
     optional,
     repeated
-  }
+  }, node["description"])
 }
 
 const argSpec = ({ node, optional, repeated }: Found<null>): ArgSpec => {
   const pseudo = node["pseudoName"] as { readonly _tag: string; readonly value?: string } | undefined
-  return {
+  return described({
     name: `<${pseudo?._tag === "Some" ? pseudo.value : node["name"] as string}>`,
     kind: kindOf(node["primitiveType"]),
-    description: docText(node["description"]),
     optional,
     repeated
-  }
+  }, node["description"])
 }
 
 /** The tree under a Command's descriptor (`command.descriptor`). */
@@ -143,17 +151,17 @@ export const commandTree = (descriptor: unknown, parent: ReadonlyArray<string> =
   if (isNode(node) && node._tag === "Subcommands") {
     const head = commandTree(node["parent"], parent)
     const children = (node["children"] as ReadonlyArray<unknown>).map((child) => commandTree(child, head.path))
-    return { ...head, subcommands: children }
+    // Not a spread: it would read (render) the head's description.
+    return { path: head.path, get description() { return head.description }, options: head.options, args: head.args, subcommands: children }
   }
   if (!isNode(node) || node._tag !== "Standard") return { path: parent, description: "", options: [], args: [], subcommands: [] }
   const name = node["name"] as string
-  return {
+  return described({
     path: parent.length === 0 && name === "baton" ? [] : [...parent, name],
-    description: docText(node["description"]),
     options: singles(node["options"]).map(optionSpec),
     args: singles(node["args"]).map(argSpec),
     subcommands: []
-  }
+  }, node["description"])
 }
 
 /** Every command of the tree, depth first. */

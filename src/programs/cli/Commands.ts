@@ -12,6 +12,7 @@ import { type CommonArgs, noCommonArgs } from "./CommonArgs.js"
 import { type AppEnv, conversationSettings, freshEnv, maxTurns, providerSettings, resolveEnv, serverToken, storeEnv, storeLabel } from "./Env.js"
 import { type Io, nodeIo } from "./Io.js"
 import * as Layers from "./Layers.js"
+import * as ServeConfig from "./ServeConfig.js"
 import { readImage } from "./Images.js"
 import { listMcpServers } from "./McpCommand.js"
 import { recordedTask } from "./ReplayCommand.js"
@@ -121,8 +122,8 @@ export const serve = Effect.fn("Commands.serve")(function*(args: CommonArgs, opt
   const io = nodeIo()
   const env = yield* resolveEnv({ ...args, server: undefined }, io.cwd())
   // The cluster flags first: a runner without its database is wrong whatever the model.
-  const runner = yield* Layers.runner(env, options)
-  const local = yield* Layers.passivation(options)
+  const runner = yield* ServeConfig.runner(env, options)
+  const local = yield* ServeConfig.passivation(options)
   const model = yield* Layers.model(env)
   const token = options.token ?? (yield* serverToken)
   const serveOptions = {

@@ -20,7 +20,7 @@ import { syncFileView } from "./Resume.js"
 import { offeringTask, runningTasks } from "./Subagent.js"
 import { runTask, type TaskDeps } from "./Task.js"
 import * as TaskProgress from "./TaskProgress.js"
-import { sendingCurrentTools, toolSync } from "./ToolSync.js"
+import { toolSync } from "./ToolSync.js"
 import type { ToolBatch } from "./ToolBatch.js"
 
 /*
@@ -188,7 +188,8 @@ export const open = Effect.fn("Session.open")(function*(config: SessionConfig = 
         const emit = (events: ReadonlyArray<TaskEvent>) =>
           Effect.zipRight(Effect.sync(() => filesSeen.observe(events)), Effect.asVoid(out.offerAll(events)))
         const deps: TaskDeps = {
-          backend: sendingCurrentTools(backend, syncTools),
+          backend,
+          syncTools,
           executor: !delegates ? executor : runningTasks(executor, {
             backend,
             executor: workspaceExecutor,

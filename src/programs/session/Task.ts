@@ -17,6 +17,8 @@ import { type BatchDeps, type ToolBatch, withToolBatch } from "./ToolBatch.js"
 /** One task's world, built once per task; the task is its own batches' dependencies. */
 export interface TaskDeps extends BatchDeps {
   readonly backend: Backend["Type"]
+  /** Brings the conversation's tool list up to the executor's; run before every send. */
+  readonly syncTools: Effect.Effect<void, BackendError>
   readonly conversationId: ConversationId
   readonly maxTurns: number
   readonly thinking: ThinkingLevel | undefined
@@ -119,6 +121,7 @@ const sendRun = Effect.fn("Task.sendRun")(function*(deps: TaskDeps, run: NextRun
     Effect.gen(function*() {
       const progress = yield* Ref.updateAndGet(deps.progress, (progress) => TaskProgress.sending(progress, run.input))
       const spent = reconnectsCarried(progress.reconnectsSpent, taskBudgets)
+      yield* deps.syncTools
       const chunks = deps.backend.send(deps.conversationId, {
         messages: run.input,
         events: run.events,

@@ -112,7 +112,9 @@ export const makeToolBatch = Effect.fn("ToolBatch.make")(function*(deps: BatchDe
     return done as ReadonlyMap<ToolCallId, ToolReturn>
   })
 
-  const add = Effect.fn("ToolBatch.add")(function*(call: ToolCall) {
+  // Untraced, like withToolBatch below: the call's own span (`execute_tool`) starts as it is handled,
+  // and a span here would cost every call ~45 Effect steps for a few microseconds of work.
+  const add = Effect.fnUntraced(function*(call: ToolCall) {
     const slot: Slot = { call, result: yield* Deferred.make<ToolReturn>(), committed: yield* Deferred.make<boolean>() }
     // A call already in the batch (a stream that repeated its approval request) is
     // asked and run once, and answered once: a second result would fail the next input.
@@ -141,11 +143,13 @@ export const makeToolBatch = Effect.fn("ToolBatch.make")(function*(deps: BatchDe
   } satisfies ToolBatch
 })
 
-/** The batch of one run, in that run's scope; `current` shows it to an interrupt, and keeps it after the run. */
-export const withToolBatch = Effect.fn("ToolBatch.scoped")(function*<A, E, R>(
+/**
+ * The batch of one run, in that run's scope; `current` shows it to an interrupt, and keeps it after the
+ * run. No span of its own: the run's (`Task.sendRun`) and the batch's (`ToolBatch.make`) enclose it.
+ */
+export const withToolBatch = <A, E, R>(
   deps: BatchDeps,
   current: Ref.Ref<Option.Option<ToolBatch>>,
   use: (batch: ToolBatch) => Effect.Effect<A, E, R>
-) {
-  return yield* Effect.scoped(Effect.flatMap(makeToolBatch(deps), (batch) => Effect.zipRight(Ref.set(current, Option.some(batch)), use(batch))))
-})
+): Effect.Effect<A, E, Exclude<R, Scope.Scope>> =>
+  Effect.scoped(Effect.flatMap(makeToolBatch(deps), (batch) => Effect.zipRight(Ref.set(current, Option.some(batch)), use(batch))))

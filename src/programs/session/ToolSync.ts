@@ -1,6 +1,5 @@
-import { Effect, Ref, Stream } from "effect"
+import { Effect, Ref } from "effect"
 import type { Conversation, ConversationSettings, ToolDefinition } from "../../domain/Conversation.js"
-import type { BackendError } from "../../domain/Errors.js"
 import type { Backend } from "../../services/Backend.js"
 import type { ToolExecutor } from "../../services/ToolExecutor.js"
 
@@ -24,9 +23,3 @@ export const toolSync = (backend: Backend["Type"], executor: ToolExecutor["Type"
       yield* Ref.set(synced, { offered, settings })
     })
   })
-
-/** The task's backend: every run it starts is sent with the tools as they are at that moment. */
-export const sendingCurrentTools = (backend: Backend["Type"], syncTools: Effect.Effect<void, BackendError>): Backend["Type"] => ({
-  ...backend,
-  send: (id, input) => Stream.unwrap(Effect.as(syncTools, backend.send(id, input)))
-})

@@ -61,6 +61,14 @@ export interface Budgets {
   /** A storage transaction that lost a race with another process (stale snapshot), retried whole. */
   readonly storeBusyRetries: number
   readonly storeBusyBaseMs: number
+  /**
+   * A database out of reach (StoreError `io`: its pool stayed full past its wait, the server restarting),
+   * waited out on min(base · 2^n, cap). Only a cluster's Drive spends it: its answer is stored for good,
+   * and a failed one would leave its run `running` with nobody to drive it.
+   */
+  readonly storeOutageRetries: number
+  readonly storeOutageBaseMs: number
+  readonly storeOutageCapMs: number
   /** A compaction's answers that were no summary, re-asked at once: 5 answers in all. */
   readonly invalidSummaryRetries: number
 }
@@ -80,6 +88,9 @@ export const turnBudgets: Budgets = {
   staleApprovalResolutions: 1,
   storeBusyRetries: 5,
   storeBusyBaseMs: 20,
+  storeOutageRetries: 0,
+  storeOutageBaseMs: 250,
+  storeOutageCapMs: 10_000,
   invalidSummaryRetries: 4
 }
 
@@ -98,8 +109,12 @@ export const reconnectsOnly = (budgets: Budgets): Budgets => ({
   emptyRetries: 0,
   staleApprovalResolutions: 0,
   storeBusyRetries: 0,
+  storeOutageRetries: 0,
   invalidSummaryRetries: 0
 })
+
+/** A cluster's Drive: nothing but a database out of reach is retried, and that for as long as it lasts. */
+export const driveBudgets: Budgets = { ...reconnectsOnly(turnBudgets), reconnects: 0, storeOutageRetries: Number.POSITIVE_INFINITY }
 
 /**
  * Every failure the policy knows, as tagged errors: renaming one, or adding one to these unions
@@ -126,6 +141,7 @@ export type Category =
   | "invalid_summary"
   | "stale_approval"
   | "store_busy"
+  | "store_outage"
   | "auth"
   | "terminal"
 
@@ -162,7 +178,8 @@ const categories: { readonly [Tag in Failure["_tag"]]: Category } = {
 }
 
 /** Anything else (a tag from a newer peer, decoded off the wire) is terminal: retrying what we do not understand risks running things twice. */
-export const categoryOf = (failure: Failure): Category => categoryOfTag(failure._tag)
+export const categoryOf = (failure: Failure): Category =>
+  failure._tag === "StoreError" && failure.reason === "io" ? "store_outage" : categoryOfTag(failure._tag)
 
 const categoryOfTag = (tag: string): Category => (categories as Readonly<Record<string, Category | undefined>>)[tag] ?? "terminal"
 
@@ -236,6 +253,10 @@ export const decide = (failure: Failure, attempt: number, budgets: Budgets): Rec
     case "store_busy":
       return attempt < budgets.storeBusyRetries
         ? Recovery.Retry({ delayMs: budgets.storeBusyBaseMs * 2 ** attempt, reminder: false })
+        : Recovery.Fail({ status: "failed" })
+    case "store_outage":
+      return attempt < budgets.storeOutageRetries
+        ? Recovery.Retry({ delayMs: Math.min(budgets.storeOutageBaseMs * 2 ** attempt, budgets.storeOutageCapMs), reminder: false })
         : Recovery.Fail({ status: "failed" })
     case "auth":
       return Recovery.Fail({ status: "auth" })

@@ -1,5 +1,4 @@
 import { Deferred, Duration, Effect, Option, Random, Ref, Schedule, ScheduleDecision, ScheduleInterval, Stream } from "effect"
-import type { BackendError } from "./Errors.js"
 import { type Attempts, type Budgets, type Failure, noAttempts, type Recovery, step as policyStep } from "./Recovery.js"
 import { ATTR, RETRY_EVENT, spanEvent } from "./Telemetry.js"
 
@@ -119,13 +118,3 @@ export const skippableWait = (skip: Ref.Ref<Deferred.Deferred<void>>) => (delayM
     yield* Effect.race(sleep(delayMs), Deferred.await(signal))
   })
 
-/**
- * How a cluster's Drive outlasts a database it cannot reach for a while (its pool full, the server
- * restarting): the Drive's answer is stored for good, and a failed one would leave its run `running`
- * with nobody to drive it, so it waits and adopts again — 250 ms doubling to 10 s between tries, for
- * as long as the failure is the database being out of reach. Any other failure is its answer.
- */
-export const storeOutage: Schedule.Schedule<unknown, BackendError> = Schedule.exponential(Duration.millis(250)).pipe(
-  Schedule.union(Schedule.spaced(Duration.seconds(10))),
-  Schedule.whileInput((error: BackendError) => error._tag === "StoreError" && error.reason === "io")
-)

@@ -7,6 +7,7 @@ import {
   afterGivingUp,
   compactionBudgets,
   decide,
+  driveBudgets,
   type Failure,
   reconnectsCarried,
   Recovery,
@@ -68,6 +69,15 @@ describe("Recovery.decide", () => {
     const timeout = new PE.ProviderTimeout({ phase: "stall", afterMs: 1, message: "t" })
     const decisions = [0, 1, 2, 3].map((n) => decide(timeout, n, compactionBudgets))
     assert.deepStrictEqual(decisions, [retry(250), retry(500), retry(1000), failed])
+  })
+
+  it("a database out of reach is waited out by a cluster's Drive alone, on its own ladder; other store failures never", () => {
+    const outage = new StoreError({ reason: "io", message: "timeout exceeded when trying to connect" })
+    const ladder = [0, 1, 2, 3, 4, 5, 6, 40].map((n) => decide(outage, n, driveBudgets))
+    assert.deepStrictEqual(ladder, [250, 500, 1000, 2000, 4000, 8000, 10_000, 10_000].map((ms) => retry(ms)))
+    assert.deepStrictEqual(decide(outage, 0, turnBudgets), failed)
+    assert.deepStrictEqual(decide(new StoreError({ reason: "corrupt", message: "x" }), 0, driveBudgets), failed)
+    assert.deepStrictEqual(decide(new PE.ProviderTimeout({ phase: "stall", afterMs: 1, message: "t" }), 0, driveBudgets), failed)
   })
 
   it("an unknown tag is terminal, never retried", () => {

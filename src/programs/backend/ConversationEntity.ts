@@ -7,7 +7,8 @@ import { ApprovalDecision, CompactionReason } from "../../domain/Events.js"
 import { ConversationId, Otid, RunId } from "../../domain/Ids.js"
 import { InputMessage, ToolReturn } from "../../domain/Messages.js"
 import { ThinkingLevel } from "../../domain/ProviderEvent.js"
-import { storeOutage } from "../../domain/RecoverySchedule.js"
+import { driveBudgets } from "../../domain/Recovery.js"
+import { policy } from "../../domain/RecoverySchedule.js"
 import { realClock } from "../../services/RealClock.js"
 import type { ActorRegistry } from "./ActorRegistry.js"
 import { Command, type ConversationActors } from "./ConversationActor.js"
@@ -77,7 +78,7 @@ export const driveRun = (
 ): Effect.Effect<void, BackendError> =>
   Effect.zipRight(ask(Command.Adopt({ runId, thinking })), actors.awaitRun(runId)).pipe(
     Effect.repeat({ until: (outcome) => outcome === "ended" }),
-    Effect.retry(storeOutage),
+    Effect.retry(policy(driveBudgets)),
     Effect.asVoid
   )
 

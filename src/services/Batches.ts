@@ -1,4 +1,4 @@
-import { Channel, Chunk, Effect, Exit, Scope, type Stream as S, Stream } from "effect"
+import { Channel, Chunk, Effect, ExecutionStrategy, Exit, type Option, Scope, type Stream as S, Stream } from "effect"
 
 /**
  * Keeping a batch whole. On the hot path a Stream chunk is a batch: the events one network read
@@ -65,3 +65,13 @@ export const pulling = <A, E, R, E2, R2>(
     },
     ({ scope }, exit) => Scope.close(scope, exit)
   ))
+
+/** A stream's pull in a scope of its own under `parent`, for a `pulling` loop that reads it for a while and closes it itself. */
+export interface OpenPull<A, E> {
+  readonly pull: Effect.Effect<Chunk.Chunk<A>, Option.Option<E>>
+  readonly scope: Scope.CloseableScope
+}
+
+export const openPull = <A, E>(parent: Scope.Scope, stream: S.Stream<A, E>): Effect.Effect<OpenPull<A, E>> =>
+  Effect.flatMap(Scope.fork(parent, ExecutionStrategy.sequential), (scope) =>
+    Effect.map(Scope.extend(Stream.toPull(stream), scope), (pull) => ({ pull, scope })))

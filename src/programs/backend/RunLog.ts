@@ -1,4 +1,4 @@
-import { Chunk as EChunk, Effect, ExecutionStrategy, Exit, Metric, Option, PubSub, Queue, Ref, Scope, Stream } from "effect"
+import { Chunk as EChunk, Effect, Exit, Metric, Option, PubSub, Queue, Ref, Scope, Stream } from "effect"
 import type { ChunkSeqError, NotFound, StoreError, ToolCallAnswered } from "../../domain/Errors.js"
 import type { Chunk, StopReasonValue, TaskEvent } from "../../domain/Events.js"
 import { type NewItem, records, type Write } from "../../domain/History.js"
@@ -6,7 +6,7 @@ import type { ConversationId, Otid, RunId } from "../../domain/Ids.js"
 import type { RunStatus } from "../../domain/Run.js"
 import { ATTR, SPAN, spanOptions, Telemetry } from "../../domain/Telemetry.js"
 import type { UsageRecord } from "../../domain/Usage.js"
-import { pulling } from "../../services/Batches.js"
+import { type OpenPull, openPull, pulling } from "../../services/Batches.js"
 import type { Store } from "../../services/Store.js"
 import { chunksPersisted } from "./Metrics.js"
 
@@ -176,7 +176,7 @@ export const makeRunLog = Effect.fn("RunLog.make")(function*(
       let done = false
       let gap = false
       // A read of the Store in progress, in a scope of its own, and where the follower goes after it.
-      let reading: { readonly pull: Effect.Effect<EChunk.Chunk<Chunk>, Option.Option<NotFound | StoreError>>; readonly scope: Scope.CloseableScope } | undefined
+      let reading: OpenPull<Chunk, NotFound | StoreError> | undefined
       let afterReading: "live" | "check" | "end" = "live"
       // What of a batch continues the seq, up to the stop_reason or a gap.
       const pass = (batch: Iterable<Chunk>): EChunk.Chunk<Chunk> => {
@@ -197,11 +197,10 @@ export const makeRunLog = Effect.fn("RunLog.make")(function*(
         return EChunk.unsafeFromArray(out)
       }
       const read = (then: typeof afterReading) =>
-        Effect.flatMap(Scope.fork(scope, ExecutionStrategy.sequential), (child) =>
-          Effect.map(Scope.extend(Stream.toPull(store.readChunks(runId, last)), child), (pull) => {
-            reading = { pull, scope: child }
-            afterReading = then
-          }))
+        Effect.map(openPull(scope, store.readChunks(runId, last)), (opened) => {
+          reading = opened
+          afterReading = then
+        })
       const next: Effect.Effect<EChunk.Chunk<Chunk> | undefined, NotFound | StoreError> = Effect.suspend(() => {
         if (done) return Effect.succeed(undefined)
         if (reading !== undefined) {

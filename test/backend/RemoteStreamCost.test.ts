@@ -1,3 +1,4 @@
+import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
 import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
 import * as HttpClientResponse from "@effect/platform/HttpClientResponse"
 import { assert, describe, it } from "@effect/vitest"
@@ -6,6 +7,7 @@ import type { Chunk } from "../../src/domain/Events.js"
 import { RunId } from "../../src/domain/Ids.js"
 import { turnBudgets } from "../../src/domain/Recovery.js"
 import { END_EVENT, sseEvent } from "../../src/programs/server/Sse.js"
+import { makeBackendRemote } from "../../src/services/backend/Remote.js"
 import { chunksOf, resumable } from "../../src/services/backend/RemoteRunStream.js"
 
 /**
@@ -44,20 +46,26 @@ const paced = (reads: number) => {
       controller.enqueue(bytes.encode(text))
     }
   }, { highWaterMark: 0 })
-  const response = HttpClientResponse.fromWeb(HttpClientRequest.get("http://baton.test/"), new Response(stream, { headers: { "content-type": "text/event-stream" } }))
-  return { response, got: () => wake?.() }
+  const web = new Response(stream, { headers: { "content-type": "text/event-stream" } })
+  const response = HttpClientResponse.fromWeb(HttpClientRequest.get("http://baton.test/"), web)
+  return { response, web, got: () => wake?.() }
 }
 
-const stepsFor = (reads: number, stream: (response: HttpClientResponse.HttpClientResponse) => Stream.Stream<Chunk, unknown>) =>
+type Body = ReturnType<typeof paced>
+
+const stepsFor = (reads: number, stream: (body: Body) => Stream.Stream<Chunk, unknown, FetchHttpClient.Fetch>) =>
   Effect.gen(function*() {
-    const { got, response } = paced(reads)
+    const body = paced(reads)
+    const { got } = body
     const counter = new StepCounter()
     let chunks = 0
-    yield* Stream.runForEachChunk(stream(response), (batch) =>
+    yield* Stream.runForEachChunk(stream(body), (batch) =>
       Effect.sync(() => {
         chunks += batch.length
         got()
       })).pipe(
+        // A fetch that answers with the body, read from the fiber's context when a request is made.
+        Effect.provideService(FetchHttpClient.Fetch, () => Promise.resolve(body.web)),
         Effect.supervised(counter),
         Effect.withRuntimeFlagsPatch(RuntimeFlagsPatch.enable(RuntimeFlags.OpSupervision))
       )
@@ -66,7 +74,7 @@ const stepsFor = (reads: number, stream: (response: HttpClientResponse.HttpClien
   })
 
 /** Steps per read: a body of 30 reads against one of 10, over 20. */
-const perRead = (stream: (response: HttpClientResponse.HttpClientResponse) => Stream.Stream<Chunk, unknown>) =>
+const perRead = (stream: (body: Body) => Stream.Stream<Chunk, unknown, FetchHttpClient.Fetch>) =>
   Effect.gen(function*() {
     const few = yield* stepsFor(10, stream)
     const many = yield* stepsFor(30, stream)
@@ -76,10 +84,20 @@ const perRead = (stream: (response: HttpClientResponse.HttpClientResponse) => St
 describe("a remote run stream's cost per read", () => {
   it.live("the resuming layer adds a few steps to each read, not a chain of stages", () =>
     Effect.gen(function*() {
-      const decoded = yield* perRead((response) => chunksOf(response, 45_000))
-      const resumed = yield* perRead((response) => resumable(() => chunksOf(response, 45_000), { budgets: turnBudgets }))
+      const decoded = yield* perRead(({ response }) => chunksOf(response, 45_000))
+      const resumed = yield* perRead(({ response }) => resumable(() => chunksOf(response, 45_000), { budgets: turnBudgets }))
       // 64 and 154 with the cursor, the stop, the error passing and the policy as stream stages
       // (Stream.retry also resets its schedule on every chunk); 64 and 76 as one pull loop.
       assert.isAtMost(resumed - decoded, 25, `decoded: ${decoded} steps a read, resumed: ${resumed}`)
+    }))
+
+  it.live("the remote backend's run stream adds nothing per read to it without a tracing backend (no span)", () =>
+    Effect.gen(function*() {
+      const resumed = yield* perRead(({ response }) => resumable(() => chunksOf(response, 45_000), { budgets: turnBudgets }))
+      // The whole client: the HTTP API's request and its answer, from a fetch that answers with the body.
+      const backend = yield* makeBackendRemote({ url: "http://baton.test" }).pipe(Effect.provide(FetchHttpClient.layer))
+      const remote = yield* perRead(() => backend.streamRun(runId))
+      // With the stream's span always on it cost each read ~25 steps more.
+      assert.isAtMost(remote - resumed, 8, `resumed: ${resumed} steps a read, through the remote backend: ${remote}`)
     }))
 })

@@ -1,11 +1,11 @@
-import { Deferred, Duration, Effect, Option, Random, Ref, Schedule, ScheduleDecision, ScheduleInterval, Stream } from "effect"
+import { Deferred, Duration, Effect, Random, Ref, Schedule, ScheduleDecision, ScheduleInterval } from "effect"
 import { type Attempts, type Budgets, type Failure, noAttempts, type Recovery, step as policyStep } from "./Recovery.js"
 import { ATTR, RETRY_EVENT, spanEvent } from "./Telemetry.js"
 
 /**
  * The one runner of the recovery policy. Every retry in Baton — the backend run, compaction, the
  * client's busy and stale-approval recovery, the broken-stream reconnect, the remote stream, SQLite's
- * lost races — is `Effect.retryOrElse` (or `Stream.retry`) over `policy(budgets, hooks)`: the pure
+ * lost races — is `Effect.retryOrElse` over `policy(budgets, hooks)` (the remote stream drives the same schedule by hand): the pure
  * policy decides, the hooks announce (`request_end{retrying, retry_in_ms}`), wait (skippably) and
  * prepare the next attempt (`[turn_retried]`, a compaction, stale-approval denials). Nothing else
  * counts attempts or sleeps for a retry.
@@ -88,24 +88,6 @@ export const retry = <A, E extends Failure, R, A2, E2, R2, RH = never>(
     readonly orElse: (failure: E, step: Step<E>) => Effect.Effect<A2, E2, R2>
   }
 ): Effect.Effect<A | A2, E2, R | R2 | RH> => Effect.retryOrElse(self, policy(options.budgets, options), options.orElse)
-
-/**
- * A stream retried by the policy: on failure it is run again from its start (so it must resume from
- * its own cursor). Its count restarts whenever it delivers something, since `Stream.retry` resets the
- * schedule on every element: the budget is for consecutive failures, as a flaky link needs.
- */
-export const retryStream = <A, E extends Failure, R, E2, R2, RH = never>(
-  self: Stream.Stream<A, E, R>,
-  options: Hooks<E, RH> & {
-    readonly budgets: Budgets
-    readonly orElse: (failure: E, step: Option.Option<Step<E>>) => Stream.Stream<A, E2, R2>
-  }
-): Stream.Stream<A, E2, R | R2 | RH> =>
-  Stream.unwrap(Effect.map(Ref.make(Option.none<Step<E>>()), (last) =>
-    self.pipe(
-      Stream.retry(policy(options.budgets, options).pipe(Schedule.tapOutput((step) => Ref.set(last, Option.some(step))))),
-      Stream.catchAll((failure) => Stream.unwrap(Effect.map(Ref.get(last), (step) => options.orElse(failure, step))))
-    )))
 
 /**
  * A reconnect wait that skipReconnectWait can end early without touching the retry count: each wait

@@ -1,4 +1,4 @@
-import { Channel, Chunk, type Stream as S, Stream } from "effect"
+import { Channel, Chunk, Effect, ExecutionStrategy, Exit, type Option, Scope, type Stream as S, Stream } from "effect"
 
 /**
  * Keeping a batch whole. On the hot path a Stream chunk is a batch: the events one network read
@@ -41,3 +41,37 @@ export const mapBatches = <A, B, E2>(
   })
   return Stream.pipeThroughChannel(self, loop)
 }
+
+/**
+ * A stream read by one effect per batch (`undefined` is the end), set up in a scope of its own that
+ * closes when the stream does. One channel step per batch: no `unwrapScoped` (a stream of streams)
+ * and no stage per concern, where the batch's whole treatment is a plain loop inside `pull`.
+ */
+export const pulling = <A, E, R, E2, R2>(
+  setUp: Effect.Effect<Effect.Effect<Chunk.Chunk<A> | undefined, E, R>, E2, R2>
+): S.Stream<A, E | E2, R | Exclude<R2, Scope.Scope>> =>
+  Stream.fromChannel(Channel.acquireUseRelease(
+    Effect.flatMap(Scope.make(), (scope) =>
+      Effect.map(
+        Effect.onError(Scope.extend(setUp, scope), (cause) => Scope.close(scope, Exit.failCause(cause))),
+        (pull) => ({ pull, scope })
+      )),
+    ({ pull }) => {
+      const loop: Channel.Channel<Chunk.Chunk<A>, unknown, E | E2, unknown, void, unknown, R | Exclude<R2, Scope.Scope>> = Channel.flatMap(
+        Channel.fromEffect(pull),
+        (batch) => (batch === undefined ? Channel.void : Channel.zipRight(Channel.write(batch), loop))
+      )
+      return loop
+    },
+    ({ scope }, exit) => Scope.close(scope, exit)
+  ))
+
+/** A stream's pull in a scope of its own under `parent`, for a `pulling` loop that reads it for a while and closes it itself. */
+export interface OpenPull<A, E> {
+  readonly pull: Effect.Effect<Chunk.Chunk<A>, Option.Option<E>>
+  readonly scope: Scope.CloseableScope
+}
+
+export const openPull = <A, E>(parent: Scope.Scope, stream: S.Stream<A, E>): Effect.Effect<OpenPull<A, E>> =>
+  Effect.flatMap(Scope.fork(parent, ExecutionStrategy.sequential), (scope) =>
+    Effect.map(Scope.extend(Stream.toPull(stream), scope), (pull) => ({ pull, scope })))

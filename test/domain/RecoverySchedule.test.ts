@@ -1,10 +1,10 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Deferred, Effect, Either, Fiber, Option, Ref, Stream, TestClock } from "effect"
+import { Deferred, Effect, Fiber, Option, Ref, TestClock } from "effect"
 import { Conflict, EmptyResponse } from "../../src/domain/Errors.js"
 import { ConversationId } from "../../src/domain/Ids.js"
 import * as PE from "../../src/domain/ProviderError.js"
 import { turnBudgets } from "../../src/domain/Recovery.js"
-import { retry, retryStream, skippableWait } from "../../src/domain/RecoverySchedule.js"
+import { retry, skippableWait } from "../../src/domain/RecoverySchedule.js"
 import { awaitSleeps } from "../support/testing.js"
 
 const unavailable = (n: number) => new PE.ProviderServerError({ status: 503, message: `failure ${n}` })
@@ -110,26 +110,5 @@ describe("RecoverySchedule.skippableWait", () => {
       assert.isTrue(Option.isNone(yield* Fiber.poll(second)))
       yield* TestClock.adjust(1)
       yield* Fiber.join(second)
-    }))
-})
-
-describe("RecoverySchedule.retryStream", () => {
-  it.effect("reruns the stream after the policy's wait; progress restarts the count; giving up reaches orElse", () =>
-    Effect.gen(function*() {
-      const opens = yield* Ref.make(0)
-      // open 0 drops, open 1 delivers then drops (the count restarts), then drops only: 5 consecutive allowed.
-      const source = Stream.unwrap(Effect.map(Ref.getAndUpdate(opens, (n) => n + 1), (n) =>
-        n === 1 ? Stream.concat(Stream.make(1), Stream.fail(unavailable(n))) : Stream.fail(unavailable(n))))
-      const fiber = yield* Effect.fork(Effect.either(Stream.runCollect(retryStream(source, {
-        budgets: turnBudgets,
-        orElse: (failure, step) => Stream.fail(`${failure.message} after ${Option.match(step, { onNone: () => -1, onSome: (s) => s.attempt })}`)
-      }))))
-      for (const wait of [250, 250, 500, 1000, 2000, 4000]) {
-        yield* awaitSleeps()
-        yield* TestClock.adjust(wait)
-      }
-      const result = yield* Fiber.join(fiber)
-      assert.deepStrictEqual(result, Either.left("failure 6 after 5"))
-      assert.strictEqual(yield* Ref.get(opens), 7)
     }))
 })

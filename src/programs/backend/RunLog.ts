@@ -1,4 +1,4 @@
-import { Chunk as EChunk, Effect, Metric, Option, PubSub, Ref, Stream } from "effect"
+import { Chunk as EChunk, Effect, Exit, Metric, Option, PubSub, Queue, Ref, Scope, Stream } from "effect"
 import type { ChunkSeqError, NotFound, StoreError, ToolCallAnswered } from "../../domain/Errors.js"
 import type { Chunk, StopReasonValue, TaskEvent } from "../../domain/Events.js"
 import { type NewItem, records, type Write } from "../../domain/History.js"
@@ -6,7 +6,7 @@ import type { ConversationId, Otid, RunId } from "../../domain/Ids.js"
 import type { RunStatus } from "../../domain/Run.js"
 import { ATTR, SPAN, spanOptions, Telemetry } from "../../domain/Telemetry.js"
 import type { UsageRecord } from "../../domain/Usage.js"
-import { type BatchStep, mapBatches } from "../../services/Batches.js"
+import { type OpenPull, openPull, pulling } from "../../services/Batches.js"
 import type { Store } from "../../services/Store.js"
 import { chunksPersisted } from "./Metrics.js"
 
@@ -81,6 +81,17 @@ export const stamped = (event: TaskEvent, runId: RunId, seq: number): Chunk => {
  */
 export const LIVE_CAPACITY = 128
 
+/**
+ * Everything waiting in a subscription, at least one. `Queue.takeBetween(q, 1, n)` (what
+ * `Stream.fromQueue` uses) wakes with the one element a publish handed the waiting taker and leaves
+ * the rest for another pull, so every batch published to a waiting follower went on in two pieces.
+ */
+export const takeBatch = <A>(queue: Queue.Dequeue<A>): Effect.Effect<EChunk.Chunk<A>> =>
+  Effect.flatMap(Queue.takeAll(queue), (waiting) =>
+    EChunk.isNonEmpty(waiting)
+      ? Effect.succeed(waiting)
+      : Effect.flatMap(Queue.take(queue), (first) => Effect.map(Queue.takeAll(queue), (rest) => EChunk.prepend(rest, first))))
+
 export const makeRunLog = Effect.fn("RunLog.make")(function*(
   store: Store["Type"],
   run: { readonly conversationId: ConversationId; readonly runId: RunId; readonly lastSeq: number }
@@ -149,62 +160,95 @@ export const makeRunLog = Effect.fn("RunLog.make")(function*(
     Effect.uninterruptible // a commit and its publish are one step: an interrupt lands before or after
   )
 
+  /**
+   * One pull per batch, in a plain loop: the live buffer's batch taken whole, filtered by seq, and
+   * ended at the stop_reason, with no stream stage per step (a follower's stages cost more Effect
+   * steps per batch than the commit did). A gap means the bounded buffer slid past this follower (it
+   * read slower than the run wrote): everything published is committed, so the Store has the missing
+   * chunks; they are read there, then the follower goes on live.
+   */
   const follow = (after: number): Stream.Stream<Chunk, NotFound | StoreError> =>
-    Stream.unwrapScoped(
-      Effect.gen(function*() {
-        const live = yield* PubSub.subscribe(pubsub)
-        // The last seq this follower has passed on, and whether the live buffer slid past it.
-        let last = after
-        let gap = false
-        const fromStore = () =>
-          Stream.mapChunks(store.readChunks(runId, last), (batch) => {
-            const end = EChunk.last(batch)
-            if (Option.isSome(end)) last = end.value.seq
-            return batch
-          })
-        // Live batches pass in one step each while they continue the seq. A gap means the bounded
-        // buffer slid past this follower (it read slower than the run wrote): everything published
-        // is committed, so the Store has the missing chunks; read them there, then go on live.
-        const liveStretch = Stream.fromQueue(live).pipe(mapBatches((batch): BatchStep<Chunk, never> => {
-          const out: Array<Chunk> = []
-          for (const chunk of batch) {
-            if (chunk.seq <= last) continue
-            if (chunk.seq !== last + 1) {
-              gap = true
-              return { out, stop: true }
-            }
-            out.push(chunk)
-            last = chunk.seq
-            if (isStop(chunk)) return { out, stop: true }
+    pulling(Effect.gen(function*() {
+      const scope = yield* Effect.scope
+      const live = yield* PubSub.subscribe(pubsub)
+      // The last seq this follower has passed on; whether it has passed the stop_reason.
+      let last = after
+      let done = false
+      let gap = false
+      // A read of the Store in progress, in a scope of its own, and where the follower goes after it.
+      let reading: OpenPull<Chunk, NotFound | StoreError> | undefined
+      let afterReading: "live" | "check" | "end" = "live"
+      // What of a batch continues the seq, up to the stop_reason or a gap.
+      const pass = (batch: Iterable<Chunk>): EChunk.Chunk<Chunk> => {
+        const out: Array<Chunk> = []
+        for (const chunk of batch) {
+          if (chunk.seq <= last) continue
+          if (chunk.seq !== last + 1) {
+            gap = true
+            break
           }
-          return { out }
-        }))
-        const fromLive = (): Stream.Stream<Chunk, NotFound | StoreError> =>
-          Stream.concat(
-            liveStretch,
-            Stream.suspend(() => {
-              if (!gap) return Stream.empty
-              gap = false
-              return Stream.concat(fromStore(), Stream.suspend(fromLive))
-            })
-          )
-        // Subscribed first, then looked: a chunk published before is among the recent ones, any
-        // later one comes live (one that is both is passed once, by its seq).
-        const base = recent.length > 0 ? recent[0]!.seq - 1 : published
-        if (after >= base) {
-          const missed = recent.filter((chunk) => chunk.seq > after)
-          last = missed.at(-1)?.seq ?? after
-          const head = Stream.fromChunk(EChunk.unsafeFromArray(missed))
-          return (stopped ? head : Stream.concat(head, Stream.suspend(fromLive))).pipe(Stream.takeUntil(isStop))
+          out.push(chunk)
+          last = chunk.seq
+          if (isStop(chunk)) {
+            done = true
+            break
+          }
         }
-        // A run that has finished has all its chunks in the Store (its end commits before it is
-        // published): read the rest there, so a follower that joins at or after the end ends too.
-        const rest = Stream.unwrap(
-          Effect.map(store.getRun(runId), (stored) => (stored.status !== "running" ? fromStore() : fromLive()))
-        )
-        return fromStore().pipe(Stream.concat(rest), Stream.takeUntil(isStop))
+        return EChunk.unsafeFromArray(out)
+      }
+      const read = (then: typeof afterReading) =>
+        Effect.map(openPull(scope, store.readChunks(runId, last)), (opened) => {
+          reading = opened
+          afterReading = then
+        })
+      const next: Effect.Effect<EChunk.Chunk<Chunk> | undefined, NotFound | StoreError> = Effect.suspend(() => {
+        if (done) return Effect.succeed(undefined)
+        if (reading !== undefined) {
+          const current = reading
+          return Effect.matchEffect(current.pull, {
+            onFailure: Option.match({
+              onSome: (error) => Effect.fail(error),
+              onNone: () => {
+                reading = undefined
+                return Effect.zipRight(Scope.close(current.scope, Exit.void), afterStore)
+              }
+            }),
+            onSuccess: (batch) => {
+              const passed = pass(batch)
+              return EChunk.isEmpty(passed) ? next : Effect.succeed(passed)
+            }
+          })
+        }
+        return Effect.flatMap(takeBatch(live), (batch) => {
+          const passed = pass(batch)
+          if (gap) {
+            gap = false
+            return EChunk.isEmpty(passed) ? Effect.zipRight(read("live"), next) : Effect.as(read("live"), passed)
+          }
+          return EChunk.isEmpty(passed) ? next : Effect.succeed(passed)
+        })
       })
-    )
+      // A run that has finished has all its chunks in the Store (its end commits before it is
+      // published): read the rest there, so a follower that joins at or after the end ends too.
+      const afterStore: Effect.Effect<EChunk.Chunk<Chunk> | undefined, NotFound | StoreError> = Effect.suspend(() => {
+        if (afterReading === "end") return Effect.succeed(undefined)
+        if (afterReading === "live") return next
+        return Effect.flatMap(store.getRun(runId), (stored) => Effect.zipRight(stored.status !== "running" ? read("end") : Effect.void, next))
+      })
+      // Subscribed first, then looked: a chunk published before is among the recent ones, any
+      // later one comes live (one that is both is passed once, by its seq).
+      const base = recent.length > 0 ? recent[0]!.seq - 1 : published
+      if (after >= base) {
+        const missed = pass(recent)
+        if (stopped) done = true
+        if (EChunk.isEmpty(missed)) return next
+        let sent = false
+        // The missed chunks first (even when they end the run), then the live ones.
+        return Effect.suspend(() => (sent ? next : ((sent = true), Effect.succeed(missed))))
+      }
+      yield* read("check")
+      return next
+    }))
 
   const holdUsage = (record: UsageRecord) => void held.push(record)
   const log: RunLog = { runId, conversationId, emit, follow, holdUsage }

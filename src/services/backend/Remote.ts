@@ -12,6 +12,7 @@ import type { Chunk } from "../../domain/Events.js"
 import type { RunId } from "../../domain/Ids.js"
 import { type Budgets, reconnectsOnly, turnBudgets } from "../../domain/Recovery.js"
 import { retry } from "../../domain/RecoverySchedule.js"
+import { Telemetry } from "../../domain/Telemetry.js"
 import { Backend } from "../Backend.js"
 import { BatonApi } from "./HttpApi.js"
 import { chunksOf, Dropped, resumable } from "./RemoteRunStream.js"
@@ -101,6 +102,10 @@ export const makeBackendRemote = (options: RemoteOptions) =>
       )
     })
     const budgets = options.budgets ?? turnBudgets
+    // A stream's span costs each of its chunks ~25 Effect steps (the span provided to every pull): only
+    // when a tracing backend is there to receive it. Read once, as the run log does.
+    const { tracing } = yield* Telemetry
+    const spanned = (name: string) => <A, E>(stream: Stream.Stream<A, E>) => (tracing ? Stream.withSpan(stream, name) : stream)
     const idleMs = options.idleTimeoutMs ?? 45_000
     const onWait = options.onWait
     const announce = (name: string) =>
@@ -163,13 +168,13 @@ export const makeBackendRemote = (options: RemoteOptions) =>
               ? connect(client.runs.send({ path: { id }, payload: input, withResponse: true }))
               : follow(cursor.runId, cursor.after),
           { budgets }
-        ).pipe(Stream.withSpan("BackendRemote.send")),
+        ).pipe(spanned("BackendRemote.send")),
       getRun: Effect.fn("BackendRemote.getRun")(function*(runId) {
         return yield* idempotent("getRun", client.runs.getRun({ path: { id: runId } }))
       }),
       streamRun: (runId, opts) =>
         resumable((cursor) => follow(runId, cursor.after), { budgets, runId, after: opts?.after ?? 0 }).pipe(
-          Stream.withSpan("BackendRemote.streamRun")
+          spanned("BackendRemote.streamRun")
         ),
       // Its carry-over is recorded by each cancel that arrives: resent only when it surely never did.
       cancel: Effect.fn("BackendRemote.cancel")(function*(id, carryOver) {
@@ -205,7 +210,7 @@ export const makeBackendRemote = (options: RemoteOptions) =>
             posted = true
             return connect(client.runs.compact({ path: { id }, payload: { reason }, withResponse: true }))
           }, { budgets })
-        }).pipe(Stream.withSpan("BackendRemote.compact")),
+        }).pipe(spanned("BackendRemote.compact")),
       compactability: Effect.fn("BackendRemote.compactability")(function*(id) {
         return (yield* idempotent("compactability", client.conversations.compactability({ path: { id } }))).compactability
       }),

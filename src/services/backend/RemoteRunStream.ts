@@ -1,12 +1,12 @@
 import type * as HttpClientResponse from "@effect/platform/HttpClientResponse"
-import { Chunk as EChunk, Data, Effect, Either, Option, ParseResult, Ref, Stream } from "effect"
+import { Chunk as EChunk, Data, Effect, Either, Exit, Option, ParseResult, Schedule, Scope, Stream } from "effect"
 import { type BackendError, StreamBroken } from "../../domain/Errors.js"
 import { decodeEventJson } from "../../domain/EventJson.js"
 import { type Chunk, isChunk } from "../../domain/Events.js"
 import type { RunId } from "../../domain/Ids.js"
 import type { Budgets } from "../../domain/Recovery.js"
-import { retryStream } from "../../domain/RecoverySchedule.js"
-import { type BatchStep, mapBatches } from "../Batches.js"
+import { policy } from "../../domain/RecoverySchedule.js"
+import { type BatchStep, mapBatches, type OpenPull, openPull, pulling } from "../Batches.js"
 import { decodeSse, type SseEvent } from "../Sse.js"
 import { realClock } from "../RealClock.js"
 import { watchdog } from "../Watchdog.js"
@@ -59,43 +59,83 @@ export const chunksOf = (response: HttpClientResponse.HttpClientResponse, idleMs
  * One unbroken run stream over many connections. `open` makes one connection from the cursor; when it
  * drops (or ends without a stop_reason) the next one resumes with `after = last seq`, after the
  * recovery policy's delay. Every seq is emitted once, in order, up to the stop_reason. The budget
- * counts consecutive drops: a connection that delivered chunks starts the count again (retryStream
- * restarts it on every element), so a long run over a flaky network is not cut short by drops it
- * recovered from. Terminal errors pass through.
+ * counts consecutive drops: a connection that delivered chunks starts the count again, so a long run
+ * over a flaky network is not cut short by drops it recovered from. Terminal errors pass through.
+ * One pull per read, in a plain loop: the policy's schedule is driven by hand where a drop happens,
+ * rather than by a chain of stream stages that each batch would cross (they cost a read several
+ * times what decoding it does).
  */
 export const resumable = (
   open: (cursor: Cursor) => Stream.Stream<Chunk, BackendError | Dropped>,
   options: { readonly budgets: Budgets; readonly runId?: RunId; readonly after?: number }
 ): Stream.Stream<Chunk, BackendError> =>
-  Stream.unwrap(Effect.map(Ref.make<Cursor>({ runId: options.runId, after: options.after ?? 0 }), (cursor) => {
-    const broken = (message: string) =>
-      Effect.flatMap(Ref.get(cursor), ({ runId }) => Effect.fail(new StreamBroken({ ...(runId === undefined ? {} : { runId }), message })))
-    // A backend error is the run's answer, not a drop: it travels past the policy as an element and
-    // fails the stream there. A connection that ends cleanly carried the server's end marker.
-    const connection = Stream.unwrap(Effect.map(Ref.get(cursor), open)).pipe(
-      // One step per batch: drop what an earlier connection delivered already, move the cursor past the rest.
-      Stream.mapChunksEffect((batch) =>
-        Ref.modify(cursor, (at): [EChunk.Chunk<Chunk>, Cursor] => {
-          const fresh = EChunk.filter(batch, (chunk) => chunk.seq > at.after)
-          const last = EChunk.last(fresh)
-          return [fresh, Option.isSome(last) ? { runId: last.value.run_id, after: last.value.seq } : at]
-        })
-      ),
-      Stream.takeUntil((chunk) => chunk.type === "stop_reason"),
-      Stream.map(Either.right),
-      Stream.catchAll((e) =>
-        e._tag === "Dropped" ? Stream.fromEffect(broken(e.message)) : Stream.succeed(Either.left(e)))
-    )
-    return retryStream(connection, {
-      budgets: options.budgets,
-      orElse: (failure, step) =>
-        Stream.fromEffect(broken(`${failure.message} (gave up after ${Option.match(step, { onNone: () => 0, onSome: (s) => s.attempt })} reconnects)`))
-    }).pipe(mapBatches((items): BatchStep<Chunk, BackendError> => {
-      const out: Array<Chunk> = []
-      for (const item of items) {
-        if (Either.isLeft(item)) return { out, fail: item.left }
-        out.push(item.right)
+  pulling(Effect.gen(function*() {
+    const scope = yield* Effect.scope
+    const driver = yield* Schedule.driver(policy<StreamBroken>(options.budgets))
+    let cursor: Cursor = { runId: options.runId, after: options.after ?? 0 }
+    let done = false
+    // Whether the policy has counted a drop since the last chunk delivered.
+    let dropped = false
+    let connection: OpenPull<Chunk, BackendError | Dropped> | undefined
+    const connect = Effect.map(openPull(scope, Stream.suspend(() => open(cursor))), (opened) => {
+      connection = opened
+    })
+    const close = (exit: Exit.Exit<unknown, unknown>) => {
+      const current = connection
+      connection = undefined
+      return current === undefined ? Effect.void : Scope.close(current.scope, exit)
+    }
+    const broken = (message: string) => new StreamBroken({ ...(cursor.runId === undefined ? {} : { runId: cursor.runId }), message })
+    // A drop: the policy waits and goes again, or gives up with the last step it took.
+    const reconnect = (failure: StreamBroken): Effect.Effect<EChunk.Chunk<Chunk> | undefined, BackendError> =>
+      Effect.matchEffect(driver.next(failure), {
+        onFailure: () =>
+          Effect.flatMap(Effect.option(driver.last), (step) =>
+            Effect.fail(broken(`${failure.message} (gave up after ${Option.match(step, { onNone: () => 0, onSome: (s) => s.attempt })} reconnects)`))),
+        onSuccess: () => {
+          dropped = true
+          return next
+        }
+      })
+    // A connection that ends cleanly carried the server's end marker; a backend error is the run's answer, not a drop.
+    const ended = (failure: Option.Option<BackendError | Dropped>): Effect.Effect<EChunk.Chunk<Chunk> | undefined, BackendError> => {
+      if (Option.isNone(failure)) {
+        done = true
+        return Effect.as(close(Exit.void), undefined)
       }
-      return { out }
-    }))
+      const error = failure.value
+      return error._tag === "Dropped"
+        ? Effect.zipRight(close(Exit.void), reconnect(broken(error.message)))
+        : Effect.zipRight(close(Exit.void), Effect.fail(error))
+    }
+    // What an earlier connection delivered already is dropped; the cursor moves past the rest.
+    const fresh = (batch: EChunk.Chunk<Chunk>): Array<Chunk> => {
+      const out: Array<Chunk> = []
+      for (const chunk of batch) {
+        if (chunk.seq <= cursor.after) continue
+        out.push(chunk)
+        cursor = { runId: chunk.run_id, after: chunk.seq }
+        if (chunk.type === "stop_reason") {
+          done = true
+          break
+        }
+      }
+      return out
+    }
+    const next: Effect.Effect<EChunk.Chunk<Chunk> | undefined, BackendError> = Effect.suspend(() => {
+      if (done) return Effect.as(close(Exit.void), undefined)
+      if (connection === undefined) return Effect.zipRight(connect, next)
+      return Effect.matchEffect(connection.pull, {
+        onFailure: ended,
+        onSuccess: (batch) => {
+          const out = fresh(batch)
+          if (out.length === 0) return next
+          const chunks = EChunk.unsafeFromArray(out)
+          if (!dropped) return Effect.succeed(chunks)
+          dropped = false
+          return Effect.as(driver.reset, chunks)
+        }
+      })
+    })
+    return next
   }))

@@ -1,4 +1,4 @@
-import { Channel, Chunk, Effect, ExecutionStrategy, Exit, type Option, Scope, type Stream as S, Stream } from "effect"
+import { Channel, Chunk, Effect, ExecutionStrategy, Exit, type Option, Queue, Scope, type Stream as S, Stream } from "effect"
 
 /**
  * Keeping a batch whole. On the hot path a Stream chunk is a batch: the events one network read
@@ -75,3 +75,18 @@ export interface OpenPull<A, E> {
 export const openPull = <A, E>(parent: Scope.Scope, stream: S.Stream<A, E>): Effect.Effect<OpenPull<A, E>> =>
   Effect.flatMap(Scope.fork(parent, ExecutionStrategy.sequential), (scope) =>
     Effect.map(Scope.extend(Stream.toPull(stream), scope), (pull) => ({ pull, scope })))
+
+/**
+ * Everything waiting in a queue, at least one and at most `max`. `Queue.takeBetween(q, 1, n)` (what
+ * `Stream.fromQueue` uses) wakes with the one element an offer handed the waiting taker and leaves
+ * the rest for another take: a batch published to a waiting follower went on in two pieces, and an
+ * idle group-commit writer committed its first commit alone, the ones queued with it in a second group.
+ */
+export const takeBatch = <A>(queue: Queue.Dequeue<A>, max?: number): Effect.Effect<Chunk.Chunk<A>> => {
+  const upTo = (n: number | undefined) => (n === undefined ? Queue.takeAll(queue) : Queue.takeUpTo(queue, n))
+  return Effect.flatMap(upTo(max), (waiting) =>
+    Chunk.isNonEmpty(waiting)
+      ? Effect.succeed(waiting)
+      : Effect.flatMap(Queue.take(queue), (first) =>
+        Effect.map(upTo(max === undefined ? undefined : max - 1), (rest) => Chunk.prepend(rest, first))))
+}

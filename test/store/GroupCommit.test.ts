@@ -111,6 +111,23 @@ describe.each(engines)("group commit on %s", (name, open) => {
       assert.deepStrictEqual((yield* store.listItems(runs[1]!.conversation)).map((s) => s.item.type), ["user_message"])
     }))
 
+  it.scoped("an idle writer woken by one commit takes the others queued with it into the same group", () =>
+    Effect.gen(function*() {
+      const { counter, store } = yield* open
+      const runs = yield* Effect.forEach(Array.from({ length: 10 }), (_, i) =>
+        Effect.gen(function*() {
+          const conversation = yield* store.createConversation({})
+          const { run } = yield* store.createRun(conversation.id, Otid.make(`o${i}`), "turn")
+          return { conversation: conversation.id, run: run.id }
+        }))
+      const before = counter.top
+      yield* Effect.all(runs.map(({ conversation, run }) => store.commit({ conversationId: conversation, chunks: [delta(run, 1, "a")] })), {
+        concurrency: "unbounded"
+      })
+      // Queue.takeBetween(1, n) handed the waking writer the first commit alone: two groups.
+      assert.strictEqual(counter.top - before, name === "SQLite" ? 1 : 0)
+    }))
+
   it.scoped("a lone commit is not held back for company, and the next one continues its run", () =>
     Effect.gen(function*() {
       const { counter, store } = yield* open

@@ -1,4 +1,4 @@
-import { Chunk as EChunk, Effect, Exit, Metric, Option, PubSub, Queue, Ref, Scope, Stream } from "effect"
+import { Chunk as EChunk, Effect, Exit, Metric, Option, PubSub, Ref, Scope, Stream } from "effect"
 import type { ChunkSeqError, NotFound, StoreError, ToolCallAnswered } from "../../domain/Errors.js"
 import type { Chunk, StopReasonValue, TaskEvent } from "../../domain/Events.js"
 import { type NewItem, records, type Write } from "../../domain/History.js"
@@ -6,7 +6,7 @@ import type { ConversationId, Otid, RunId } from "../../domain/Ids.js"
 import type { RunStatus } from "../../domain/Run.js"
 import { ATTR, SPAN, spanOptions, Telemetry } from "../../domain/Telemetry.js"
 import type { UsageRecord } from "../../domain/Usage.js"
-import { type OpenPull, openPull, pulling } from "../../services/Batches.js"
+import { type OpenPull, openPull, pulling, takeBatch } from "../../services/Batches.js"
 import type { Store } from "../../services/Store.js"
 import { chunksPersisted } from "./Metrics.js"
 
@@ -80,17 +80,6 @@ export const stamped = (event: TaskEvent, runId: RunId, seq: number): Chunk => {
  * holds up the run's commits.
  */
 export const LIVE_CAPACITY = 128
-
-/**
- * Everything waiting in a subscription, at least one. `Queue.takeBetween(q, 1, n)` (what
- * `Stream.fromQueue` uses) wakes with the one element a publish handed the waiting taker and leaves
- * the rest for another pull, so every batch published to a waiting follower went on in two pieces.
- */
-export const takeBatch = <A>(queue: Queue.Dequeue<A>): Effect.Effect<EChunk.Chunk<A>> =>
-  Effect.flatMap(Queue.takeAll(queue), (waiting) =>
-    EChunk.isNonEmpty(waiting)
-      ? Effect.succeed(waiting)
-      : Effect.flatMap(Queue.take(queue), (first) => Effect.map(Queue.takeAll(queue), (rest) => EChunk.prepend(rest, first))))
 
 export const makeRunLog = Effect.fn("RunLog.make")(function*(
   store: Store["Type"],

@@ -4,6 +4,7 @@ import { Chunk as EChunk, Deferred, Effect, Exit, Fiber, FiberId, Queue } from "
 import { StoreError } from "../../domain/Errors.js"
 import type { Chunk } from "../../domain/Events.js"
 import type { StoredItem, Write } from "../../domain/History.js"
+import { takeBatch } from "../Batches.js"
 import { encodeEventText } from "./Codec.js"
 import { type ChunkRow, type Commit, type CommitError, inStretches, isStreamOnly, makeCommitSteps, type Outcomes, type Pending, type StepStatements } from "./GroupSteps.js"
 
@@ -149,7 +150,7 @@ export const makeGroupCommit = (engine: GroupEngine, single: Commit) =>
     // Never interrupted: a taker interrupted just as a commit is handed to it would drop that commit
     // and leave its caller waiting forever. It stops when it takes STOP, which closing the scope
     // queues after the last commit it accepted, so every accepted commit is written.
-    const writer: Effect.Effect<void> = Effect.flatMap(Queue.takeBetween(queue, 1, MAX_GROUP), (taken) => {
+    const writer: Effect.Effect<void> = Effect.flatMap(takeBatch(queue, MAX_GROUP), (taken) => {
       const group = EChunk.toReadonlyArray(taken)
       const pending = group.filter((p): p is Pending => p !== STOP)
       const commit = pending.length > 0 ? commitGroup(pending) : Effect.void

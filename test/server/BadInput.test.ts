@@ -101,6 +101,8 @@ describe("baton serve: the bad-input corpus", () => {
         assert.strictEqual(health.status, 200, `the server still serves after: ${c.name}`)
       }
       assert.include([413, "reset"], yield* chunked(`${server.url}/v1/conversations`, LIMIT * 4))
+      // A send reads its own body: a chunked one is capped too.
+      assert.include([413, "reset"], yield* chunked(`${server.url}${base}/messages`, LIMIT * 4))
       assert.strictEqual((yield* fetchJson(`${server.url}/healthz`)).status, 200)
       const after = { conversations: (yield* local.listConversations()).items, items: yield* local.history(conv.id, { limit: 1000 }) }
       assert.deepStrictEqual(after, before, "nothing was written")

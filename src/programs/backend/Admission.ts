@@ -200,8 +200,9 @@ export const makeAdmissions = Effect.fn("Admission.make")(function*(options: {
    * nothing more: its followers go on from the seq they reached wherever the run goes on — the next
    * job here, or the Store — instead of waiting on a log that will never end. Only a cluster hands
    * runs over (one process stops its jobs only as it exits): elsewhere the live log is followed bare.
+   * Every send and every stream request comes here: a look-up too small for a span of its own.
    */
-  const follow = Effect.fn("Admission.follow")(function*(runId: RunId, after: number): Effect.fn.Return<Stream.Stream<Chunk, NotFound | StoreError>> {
+  const follow = Effect.fnUntraced(function*(runId: RunId, after: number): Effect.fn.Return<Stream.Stream<Chunk, NotFound | StoreError>> {
     const job = yield* jobs.byRun(runId)
     if (Option.isSome(job) && options.tail === undefined) return job.value.log.follow(after)
     if (Option.isSome(job)) {

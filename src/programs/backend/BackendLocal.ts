@@ -8,7 +8,7 @@
  * (Title), and forks (Fork). `baton serve` hosts the same layer; the
  * client side (programs/session) reaches it only through the Backend port.
  */
-import { Context, type Duration, Effect, Layer, Stream } from "effect"
+import { Channel, Context, type Duration, Effect, Layer, Stream } from "effect"
 import { NotFound } from "../../domain/Errors.js"
 import { ConversationId, type RunId } from "../../domain/Ids.js"
 import { usageReport } from "../../domain/Usage.js"
@@ -39,6 +39,14 @@ export const programs = Layer.scopedContext(Effect.gen(function*() {
   return Context.merge(Context.merge(compactions, runs), yield* Layer.build(Titles.Default))
 }))
 
+/**
+ * The stream `effect` makes, as Stream.unwrap, but in sequence rather than as a stream of streams:
+ * Stream.unwrap runs the one inner stream under a concatMap, whose every pull passes through a
+ * sub-executor; here the inner stream takes over the channel once the effect is done.
+ */
+const unwrap = <A, E, R, E2, R2>(effect: Effect.Effect<Stream.Stream<A, E, R>, E2, R2>): Stream.Stream<A, E | E2, R | R2> =>
+  Stream.fromChannel(Channel.unwrap(Effect.map(effect, Stream.toChannel)))
+
 /** The Backend over the conversations' actors: the Store answers reads, the actors every command. */
 export const backendOver = Effect.fn("BackendLocal.over")(function*(conversations: Conversations) {
   const store = yield* Store
@@ -46,7 +54,7 @@ export const backendOver = Effect.fn("BackendLocal.over")(function*(conversation
   const titles = yield* Titles
   // A send or a compaction answers with its run, streamed from its first chunk.
   const started = <E>(admitted: Effect.Effect<RunId, E>) =>
-    Stream.unwrap(Effect.flatMap(admitted, (runId) => conversations.follow(runId, 0)))
+    unwrap(Effect.flatMap(admitted, (runId) => conversations.follow(runId, 0)))
   return Backend.of({
     createConversation: (settings, opts) => store.createConversation(settings, opts),
     getConversation: (id) => store.getConversation(id),
@@ -54,7 +62,7 @@ export const backendOver = Effect.fn("BackendLocal.over")(function*(conversation
     updateConversation: (id, patch) => store.updateConversation(id, patch),
     send: (id, input) => started(conversations.ask(id, Command.Send({ input }))),
     getRun: (runId) => Effect.map(store.getRun(runId), runInfo),
-    streamRun: (runId, opts) => Stream.unwrap(Effect.zipRight(store.getRun(runId), conversations.follow(runId, opts?.after ?? 0))),
+    streamRun: (runId, opts) => unwrap(Effect.zipRight(store.getRun(runId), conversations.follow(runId, opts?.after ?? 0))),
     cancel: (id, carryOver) => conversations.ask(id, Command.Cancel({ carryOver })),
     submitResult: (id, result, opts) => conversations.ask(id, Command.SubmitResult({ result, decision: opts?.decision })),
     pendingApprovals: (id) => awaiting(store, id),

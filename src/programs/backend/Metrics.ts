@@ -1,5 +1,6 @@
 import { Effect, Metric, MetricBoundaries, type MetricKeyType, type MetricState } from "effect"
 import type { TokenUsage } from "../../domain/Events.js"
+import { Telemetry } from "../../domain/Telemetry.js"
 
 /**
  * The backend's metrics, Effect's own (effect/Metric): kept in the process's registry, exported only
@@ -28,10 +29,18 @@ const tokenUsage = Metric.histogram(
 /** Tokens used, by model and type: a running total per model. */
 const tokens = Metric.counter("baton.tokens", { description: "Tokens used by model requests, by model and type", incremental: true })
 
+/**
+ * `update` only where an exporter reads the metrics: each update looks its metric up in the process's
+ * registry by its name and tags (hashed and compared structurally), several times a send for nothing
+ * when none is installed.
+ */
+const exported = (update: () => Effect.Effect<void>): Effect.Effect<void> => Effect.flatMap(Telemetry, (t) => (t.metrics ? update() : Effect.void))
+
 export const activeRuns = {
   /** Counts `self` as an active run while it executes. */
   track: <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
-    Effect.acquireUseRelease(Metric.increment(runsActive), () => self, () => Metric.incrementBy(runsActive, -1))
+    Effect.flatMap(Telemetry, (t) =>
+      t.metrics ? Effect.acquireUseRelease(Metric.increment(runsActive), () => self, () => Metric.incrementBy(runsActive, -1)) : self)
 }
 
 export interface RequestTags {
@@ -44,13 +53,13 @@ const tagged = (metric: Metric.Metric<MetricKeyType.MetricKeyType.Histogram, num
 
 /** One model request's duration (and its error type, when it failed). */
 export const recordRequest = (tags: RequestTags, seconds: number, errorType: string | undefined) =>
-  Metric.update(errorType === undefined ? tagged(duration, tags) : tagged(duration, tags).pipe(Metric.tagged("error.type", errorType)), seconds)
+  exported(() => Metric.update(errorType === undefined ? tagged(duration, tags) : tagged(duration, tags).pipe(Metric.tagged("error.type", errorType)), seconds))
 
 /** One model request's usage. */
 export const recordUsage = (tags: RequestTags, usage: TokenUsage) =>
-  Effect.all([
+  exported(() => Effect.all([
     Metric.update(tagged(tokenUsage, tags).pipe(Metric.tagged("gen_ai.token.type", "input")), usage.input_tokens),
     Metric.update(tagged(tokenUsage, tags).pipe(Metric.tagged("gen_ai.token.type", "output")), usage.output_tokens),
     Metric.incrementBy(tokens.pipe(Metric.tagged("gen_ai.request.model", tags.model), Metric.tagged("gen_ai.token.type", "input")), usage.input_tokens),
     Metric.incrementBy(tokens.pipe(Metric.tagged("gen_ai.request.model", tags.model), Metric.tagged("gen_ai.token.type", "output")), usage.output_tokens)
-  ], { discard: true })
+  ], { discard: true }))

@@ -139,7 +139,8 @@ export class Runs extends Effect.Service<Runs>()("baton/Runs", {
     const compactions = yield* Compactions
     const contexts = yield* ContextCache
 
-    const run = Effect.fn("Runs.run")(function*(job: RunJob) {
+    // Its span is baton.run (below, with its ids and outcome): a span of the function around it would say nothing more.
+    const run = Effect.fnUntraced(function*(job: RunJob) {
       const { conversation, log } = job
       const record = yield* Ref.make(job.resumed ?? initial)
       const lost = yield* Ref.make(job.resumed?.inRequest === true)

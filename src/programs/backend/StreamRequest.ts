@@ -57,9 +57,10 @@ export const modelCall = (provider: Provider["Type"], request: ProviderRequest) 
  * One model request, as a fold of the provider's stream through the pure assembler: `emit` gets the
  * assembly and the items of each provider chunk (the events one network read produced) once, so a
  * run commits per read, never per event. Ends with the closed assembly, whose events the caller
- * emits (the run holds the usage back for its request_end). Shared by the run and compaction.
+ * emits (the run holds the usage back for its request_end). Shared by the run and compaction. Its
+ * span is the request's own `chat MODEL` (modelCall).
  */
-export const streamRequest = Effect.fn("Run.streamRequest")(function*(
+export const streamRequest = Effect.fnUntraced(function*(
   provider: Provider["Type"],
   request: ProviderRequest,
   emit: (assembly: Assembly, events: ReadonlyArray<TaskEvent>) => Effect.Effect<void, WriteError>

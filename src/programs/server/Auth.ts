@@ -4,7 +4,7 @@ import { HttpApiDecodeError } from "@effect/platform/HttpApiError"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
-import { Cause, Effect, Option, Redacted, Ref, Schema } from "effect"
+import { Cause, Context, Effect, Option, Redacted, Ref, Schema } from "effect"
 import * as Crypto from "node:crypto"
 import { InvalidInput, StreamBroken, Unauthorized } from "../../domain/Errors.js"
 import { BatonApi } from "../../services/backend/HttpApi.js"
@@ -42,6 +42,9 @@ const shuttingDown = HttpServerResponse.unsafeJson(
 
 /** The default limit of a request body: far above any run's input, far below what could exhaust memory. */
 export const DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024
+
+/** The cap @effect/platform-node's server puts on every body it reads unless told otherwise. */
+const SERVER_DEFAULT_MAX_BODY_BYTES = 10 * 1024 * 1024
 
 /** A body over the limit (413), as both `baton serve` and `baton web` answer it. */
 export const payloadTooLarge = (limit: number) =>
@@ -177,37 +180,50 @@ export const gate = (options: GateOptions) => {
   const unauthorizedMessage = options.unauthorized ?? "missing or wrong bearer token"
   const page = options.page !== undefined ? pageCheck(options.page, options.token, unauthorizedMessage) : undefined
   const limit = options.maxBodyBytes
-  return (app: HttpApp.Default) =>
-    Effect.gen(function*() {
-      const request = yield* HttpServerRequest.HttpServerRequest
-      if (options.draining !== undefined && (yield* Ref.get(options.draining))) return shuttingDown
-      const path = request.url.split("?")[0] ?? ""
-      const byBearer = bearer !== undefined && bearer(request.headers.authorization)
-      if (page !== undefined) {
-        const refused = page(request, byBearer)
-        if (refused !== undefined) return refused
-      } else if (bearer !== undefined && !byBearer && !publicPaths.has(path)) {
-        return refuseUnauthorized(unauthorizedMessage)
-      }
-      if (Number(request.headers["content-length"] ?? 0) > limit) {
-        // Read and dropped, never kept: the client gets the answer instead of a reset mid-upload.
-        NodeHttpServerRequest.toIncomingMessage(request).resume()
-        return payloadTooLarge(limit)
-      }
-      return yield* app.pipe(
-        HttpServerRequest.withMaxBodySize(Option.some(limit)),
-        Effect.catchAllCause((cause) =>
-          exceededLimit(cause)
-            ? Effect.sync(() => {
-              NodeHttpServerRequest.toIncomingMessage(request).resume()
-              return payloadTooLarge(limit)
-            })
-            : Option.match(noRoute(cause, request), {
-              onSome: Effect.succeed,
-              onNone: () => Option.match(toInvalidInput(cause), { onNone: () => Effect.failCause(cause), onSome: Effect.fail })
-            }))
-      )
+  /** The checks, in order, on the request's headers alone: a refusal, or undefined to go on. */
+  const admit = (request: HttpServerRequest.HttpServerRequest): HttpServerResponse.HttpServerResponse | undefined => {
+    const byBearer = bearer !== undefined && bearer(request.headers.authorization)
+    if (page !== undefined) {
+      const refused = page(request, byBearer)
+      if (refused !== undefined) return refused
+    } else if (bearer !== undefined && !byBearer && !publicPaths.has(request.url.split("?")[0] ?? "")) {
+      return refuseUnauthorized(unauthorizedMessage)
+    }
+    if (Number(request.headers["content-length"] ?? 0) > limit) {
+      // Read and dropped, never kept: the client gets the answer instead of a reset mid-upload.
+      NodeHttpServerRequest.toIncomingMessage(request).resume()
+      return payloadTooLarge(limit)
+    }
+    return undefined
+  }
+  return (app: HttpApp.Default) => {
+    // Built once: a request pays for the checks and the wrappers it needs, not for composing them.
+    const mapErrors = (handled: HttpApp.Default) => Effect.catchAllCause(handled, (cause) =>
+      Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
+        if (exceededLimit(cause)) {
+          NodeHttpServerRequest.toIncomingMessage(request).resume()
+          return Effect.succeed(payloadTooLarge(limit))
+        }
+        return Option.match(noRoute(cause, request), {
+          onSome: Effect.succeed,
+          onNone: () => Option.match(toInvalidInput(cause), { onNone: () => Effect.failCause(cause), onSome: Effect.fail })
+        })
+      }))
+    const declared = mapErrors(app)
+    const capped = mapErrors(HttpServerRequest.withMaxBodySize(app, Option.some(limit)))
+    const checked = Effect.withFiberRuntime<HttpServerResponse.HttpServerResponse, InvalidInput, HttpServerRequest.HttpServerRequest>((fiber) => {
+      const request = Context.unsafeGet(fiber.currentContext, HttpServerRequest.HttpServerRequest)
+      const refused = admit(request)
+      if (refused !== undefined) return Effect.succeed(refused)
+      // Only a chunked body can outgrow the limit while it is read: a declared length was checked above,
+      // and Node reads no more than it. Providing the cap costs a request ~16 steps, so only those pay
+      // it, and a body declared longer than the platform's own default cap (a larger limit overrides it).
+      const length = Number(request.headers["content-length"] ?? 0)
+      return request.headers["transfer-encoding"] === undefined && length <= SERVER_DEFAULT_MAX_BODY_BYTES ? declared : capped
     })
+    const draining = options.draining
+    return draining === undefined ? checked : Effect.flatMap(Ref.get(draining), (closing) => closing ? Effect.succeed(shuttingDown) : checked)
+  }
 }
 
 /** `baton serve`'s gate: the bearer token on everything but /healthz. */

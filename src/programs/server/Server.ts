@@ -69,26 +69,35 @@ const withinMs = <A, E, R>(ms: number, effect: Effect.Effect<A, E, R>) =>
 
 const urlOf = (host: string, port: number) => `http://${host.includes(":") ? `[${host}]` : host}:${port}`
 
-/**
- * Responses not finished yet (a stream counts until its last byte). Shutdown closes the sockets once
- * there are none: whatever is left then is idle, or a spare connection that never carried a request.
- */
-const openResponses = (server: Http.Server) => {
+/** How many of something are open, and a wait for none: a counter, not a fiber per thing. */
+const openCount = () => {
   let open = 0
   let waiter: Deferred.Deferred<void> | undefined
-  server.on("request", (_request, response) => {
-    open++
-    response.once("close", () => {
-      if (--open === 0 && waiter !== undefined) Deferred.unsafeDone(waiter, Exit.void)
-    })
-  })
   return {
-    done: Effect.suspend(() => {
+    add: () => void open++,
+    count: () => open,
+    remove: () => {
+      if (--open === 0 && waiter !== undefined) Deferred.unsafeDone(waiter, Exit.void)
+    },
+    none: Effect.suspend(() => {
       waiter = Deferred.unsafeMake<void>(FiberId.none)
       if (open === 0) Deferred.unsafeDone(waiter, Exit.void)
       return Deferred.await(waiter)
     })
   }
+}
+
+/**
+ * Responses not finished yet (a stream counts until its last byte). Shutdown closes the sockets once
+ * there are none: whatever is left then is idle, or a spare connection that never carried a request.
+ */
+const openResponses = (server: Http.Server) => {
+  const responses = openCount()
+  server.on("request", (_request, response) => {
+    responses.add()
+    response.once("close", responses.remove)
+  })
+  return { done: responses.none }
 }
 
 const make = Effect.fn("Server.make")(function*(options: ServeOptions) {
@@ -112,26 +121,26 @@ const make = Effect.fn("Server.make")(function*(options: ServeOptions) {
   const draining = yield* Ref.make(false)
   const closing = yield* Deferred.make<void>()
   // Every run started here until it reaches its stop reason: what shutdown waits for. While a client
-  // reads a run's stream to the end, that stream is the run's tracker; one that stops early hands
-  // over to a follower of the server's own, which drains the run from where the client left it.
+  // reads a run's stream to the end, that stream is the run's tracker (counted: a send pays for no
+  // fiber of its own here); one that stops early hands over to a follower of the server's own, which
+  // drains the run from where the client left it.
+  const reading = openCount()
   const followers = yield* FiberMap.make<string, void, never>()
   let streams = 0
   const track = (first: Chunk) =>
-    Effect.gen(function*() {
+    Effect.sync(() => {
       if (first.type === "stop_reason") return () => Effect.void
-      const key = `${first.run_id}#${++streams}`
-      const settled = yield* Deferred.make<void>()
-      yield* FiberMap.run(followers, key, Deferred.await(settled))
+      reading.add()
       return (end: StreamEnd) =>
         end.complete
-          ? Effect.asVoid(Deferred.succeed(settled, undefined))
-          : Effect.asVoid(FiberMap.run(
+          ? Effect.sync(reading.remove)
+          : FiberMap.run(
             followers,
-            key,
+            `${first.run_id}#${++streams}`,
             Stream.runDrain(backend.streamRun(first.run_id, { after: end.lastSeq })).pipe(
               Effect.catchAllCause((cause) => Effect.logWarning(`lost track of run ${first.run_id}`, cause))
             )
-          ))
+          ).pipe(Effect.ensuring(Effect.sync(reading.remove)), Effect.asVoid)
     })
 
   const nodeServer = Http.createServer()
@@ -165,9 +174,9 @@ const make = Effect.fn("Server.make")(function*(options: ServeOptions) {
       const closed = yield* Deferred.make<void>()
       nodeServer.close(() => Deferred.unsafeDone(closed, Exit.void))
       // Runs reach their stop reason, then their streams deliver it and end by themselves.
-      const drained = yield* withinMs(drainTimeoutMs, Effect.zipRight(FiberMap.awaitEmpty(followers), responses.done))
+      const drained = yield* withinMs(drainTimeoutMs, Effect.zipRight(Effect.zipRight(reading.none, FiberMap.awaitEmpty(followers)), responses.done))
       if (Option.isNone(drained) && runner === undefined) {
-        const left = yield* FiberMap.size(followers)
+        const left = (yield* FiberMap.size(followers)) + reading.count()
         yield* Effect.logWarning(`${left} run(s) still active after ${drainTimeoutMs} ms; the next start closes them as failed`)
       }
       yield* Deferred.succeed(closing, undefined)

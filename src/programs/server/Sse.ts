@@ -1,6 +1,7 @@
 import * as Sse from "@effect/experimental/Sse"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
-import { Chunk as EChunk, Duration, Effect, Mailbox, Option, Stream } from "effect"
+import { Chunk as EChunk, Duration, Effect, Option, Stream } from "effect"
+import { PassThrough } from "node:stream"
 import type { BackendError } from "../../domain/Errors.js"
 import { encodeEventJson } from "../../domain/EventJson.js"
 import type { Chunk } from "../../domain/Events.js"
@@ -24,8 +25,8 @@ export interface StreamEnd {
 /** Told of each run stream a client opens (its first chunk); answers what to do when that stream ends. */
 export type Track = (first: Chunk) => Effect.Effect<(end: StreamEnd) => Effect.Effect<void>>
 
-/** Pieces of body waiting for the socket (a slow client backs up into the run log, which reads the Store). */
-const BODY_BUFFER = 16
+/** Bytes of body waiting for the socket (a slow client backs up into the run log, which reads the Store). */
+const BODY_BUFFER = 64 * 1024
 
 /**
  * Sent when a run's stream is complete (after its stop_reason, or at once for a follower that asked
@@ -45,8 +46,6 @@ const sseBatch = (batch: EChunk.Chunk<Chunk>): string => {
   for (const chunk of batch) text += sseEvent(chunk)
   return text
 }
-
-const utf8 = new TextEncoder()
 
 /** The first non-empty pull, or an empty chunk when the stream ends without any element. */
 const firstChunk = <A, E>(pull: Effect.Effect<EChunk.Chunk<A>, Option.Option<E>>): Effect.Effect<EChunk.Chunk<A>, E> =>
@@ -76,35 +75,46 @@ export const sseResponse = Effect.fn("Server.sseResponse")(function*(
     // The request's scope ends after the body: told how far this client got, the server can take over.
     yield* Effect.addFinalizer(() => Effect.suspend(() => ended({ lastSeq, complete })))
   }
-  // One queue feeds the body: the run's batches, a heartbeat now and then, the end at shutdown. Each
-  // batch is one write; what queued up while the socket was busy goes out together. The run's
-  // batches are pulled in a plain loop: a send's few batches pay for no stream stages of their own.
-  const body = Stream.unwrapScoped(Effect.gen(function*() {
-    const out = yield* Mailbox.make<string>({ capacity: BODY_BUFFER })
-    const offer = (batch: EChunk.Chunk<Chunk>) => {
-      const last = EChunk.last(batch)
-      if (Option.isNone(last)) return Effect.void
-      lastSeq = last.value.seq
-      complete = last.value.type === "stop_reason"
-      return out.offer(sseBatch(batch))
-    }
-    const pump: Effect.Effect<void, BackendError> = Effect.flatMap(
-      Effect.matchEffect(pull, {
-        onFailure: Option.match({ onNone: () => Effect.succeed(false), onSome: (e) => Effect.fail(e) }),
-        onSuccess: (batch) => Effect.as(offer(batch), true)
-      }),
-      (more) => (more ? pump : Effect.asVoid(out.offer(END_EVENT)))
-    )
-    yield* Effect.forkScoped(offer(head).pipe(
-      Effect.zipRight(pump),
-      Effect.catchAllCause((cause) => Effect.logWarning("run stream ended early; the client will resume", cause)),
-      Effect.zipRight(out.end)
-    ))
-    yield* Effect.forkScoped(Effect.forever(Effect.zipRight(realClock.sleep(Duration.millis(options.heartbeatMs)), out.offer(HEARTBEAT))))
-    yield* Effect.forkScoped(Effect.zipRight(options.closing, out.end))
-    return Mailbox.toStream(out).pipe(Stream.mapChunks((texts) => EChunk.of(utf8.encode(EChunk.join(texts, "")))))
-  }))
-  return HttpServerResponse.stream(body, {
+  // One Node stream is the body, piped to the socket by the HTTP server: the run's batches, a
+  // heartbeat now and then, the end at shutdown are written into it by plain fibers in the request's
+  // scope, each batch one write. A Stream body would cost a stream of streams, a queue and the
+  // server's own fiber running them (≈ 800 Effect steps a send). The run's batches are pulled in a
+  // plain loop: a send's few batches pay for no stream stages of their own.
+  const out = new PassThrough({ highWaterMark: BODY_BUFFER })
+  const open = () => !out.writableEnded && !out.destroyed
+  const write = (text: string): Effect.Effect<void> =>
+    Effect.suspend(() => {
+      if (!open() || out.write(text)) return Effect.void
+      // Full: wait for the socket to take some (the client going away ends the request's scope, and this wait with it).
+      return Effect.async<void>((resume) => {
+        const drained = () => resume(Effect.void)
+        out.once("drain", drained)
+        return Effect.sync(() => void out.off("drain", drained))
+      })
+    })
+  const end = Effect.sync(() => void (open() && out.end()))
+  const offer = (batch: EChunk.Chunk<Chunk>) => {
+    const last = EChunk.last(batch)
+    if (Option.isNone(last)) return Effect.void
+    lastSeq = last.value.seq
+    complete = last.value.type === "stop_reason"
+    return write(sseBatch(batch))
+  }
+  const pump: Effect.Effect<void, BackendError> = Effect.flatMap(
+    Effect.matchEffect(pull, {
+      onFailure: Option.match({ onNone: () => Effect.succeed(false), onSome: (e) => Effect.fail(e) }),
+      onSuccess: (batch) => Effect.as(offer(batch), true)
+    }),
+    (more) => (more ? pump : write(END_EVENT))
+  )
+  yield* Effect.forkScoped(offer(head).pipe(
+    Effect.zipRight(pump),
+    Effect.catchAllCause((cause) => Effect.logWarning("run stream ended early; the client will resume", cause)),
+    Effect.zipRight(end)
+  ))
+  yield* Effect.forkScoped(Effect.forever(Effect.zipRight(realClock.sleep(Duration.millis(options.heartbeatMs)), write(HEARTBEAT))))
+  yield* Effect.forkScoped(Effect.zipRight(options.closing, end))
+  return HttpServerResponse.raw(out, {
     contentType: "text/event-stream",
     // A stream is its connection's last response: when it ends (also at shutdown) the socket closes.
     headers: { "cache-control": "no-cache", "x-accel-buffering": "no", connection: "close" }

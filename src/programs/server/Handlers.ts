@@ -1,16 +1,13 @@
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import type * as HttpServerRequest from "@effect/platform/HttpServerRequest"
-import { HttpApiDecodeError } from "@effect/platform/HttpApiError"
-import { RequestError } from "@effect/platform/HttpServerError"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
-import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
 import { Effect, Layer, ParseResult, Schema } from "effect"
 import { Conversation, type ConversationSettingsInput } from "../../domain/Conversation.js"
 import { InvalidInput } from "../../domain/Errors.js"
 import type { RunId } from "../../domain/Ids.js"
 import type { Pricing } from "../../domain/Usage.js"
 import { Backend } from "../../services/Backend.js"
-import { BatonApi, CarryOverJson, CreateConversationJson, ForkJson, type Health, SendInputJson } from "../../services/backend/HttpApi.js"
+import { BatonApi, CarryOverJson, CreateConversationJson, ForkJson, type Health } from "../../services/backend/HttpApi.js"
 import { type SseOptions, sseResponse, type Track } from "./Sse.js"
 
 /** What the handlers need from the server around them. */
@@ -55,38 +52,6 @@ const optionalBody = <A>(request: HttpServerRequest.HttpServerRequest, what: str
     return yield* Effect.mapError(decode(text), (e) => new InvalidInput({ message: `invalid ${what}: ${ParseResult.TreeFormatter.formatErrorSync(e)}` }))
   })
 
-/**
- * A send's body, read and decoded as HttpApi would (JSON not parsing dies as the request's error, a body
- * not matching fails as HttpApiDecodeError, both answered invalid_input by the gate), in a few steps
- * where HttpApi's memoised `request.json` takes ~80. Only a body of declared length is read straight
- * from the socket (the gate has checked that length); a chunked one goes through `request.text`, which
- * keeps the gate's cap on it.
- */
-const decodeSend = Schema.decodeUnknown(SendInputJson)
-const sendPayload = (request: HttpServerRequest.HttpServerRequest) => {
-  const contentType = request.headers["content-type"]?.toLowerCase() ?? "application/json"
-  const text = request.headers["transfer-encoding"] !== undefined ? Effect.orDie(request.text) : Effect.async<string>((resume) => {
-    const incoming = NodeHttpServerRequest.toIncomingMessage(request)
-    const chunks: Array<Buffer> = []
-    const onData = (chunk: Buffer) => void chunks.push(chunk)
-    const onEnd = () => resume(Effect.succeed(Buffer.concat(chunks).toString("utf8")))
-    const onError = (cause: Error) => resume(Effect.die(new RequestError({ request, reason: "Transport", cause })))
-    incoming.on("data", onData).once("end", onEnd).once("error", onError)
-    return Effect.sync(() => void incoming.off("data", onData).off("end", onEnd).off("error", onError))
-  })
-  return text.pipe(
-    Effect.flatMap((body) => {
-      if (!contentType.includes("application/json")) return decodeSend(body)
-      try {
-        return decodeSend(JSON.parse(body))
-      } catch (cause) {
-        return Effect.die(new RequestError({ request, reason: "Decode", cause }))
-      }
-    }),
-    Effect.catchIf(ParseResult.isParseError, HttpApiDecodeError.refailParseError)
-  )
-}
-
 const conversations = (context: HandlerContext) => HttpApiBuilder.group(BatonApi, "conversations", (handlers) =>
   Effect.map(Backend, (backend) =>
     handlers
@@ -130,9 +95,7 @@ const runs = (context: HandlerContext) =>
   HttpApiBuilder.group(BatonApi, "runs", (handlers) =>
     Effect.map(Backend, (backend) =>
       handlers
-        // Raw, to read and decode its body in a few steps (the one request every turn makes).
-        .handleRaw("send", ({ path, request }) =>
-          Effect.flatMap(sendPayload(request), (payload) => sseResponse(backend.send(path.id, payload), context.sse, context.track)))
+        .handle("send", ({ path, payload }) => sseResponse(backend.send(path.id, payload), context.sse, context.track))
         .handle("compact", ({ path, payload }) => sseResponse(backend.compact(path.id, payload.reason), context.sse, context.track))
         .handle("getRun", ({ path }) => backend.getRun(path.id))
         .handle("stream", ({ headers, path, urlParams }) =>

@@ -1,6 +1,6 @@
 import type * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { assert, describe, it } from "@effect/vitest"
-import { Chunk, Effect, Fiber, Queue, RuntimeFlags, RuntimeFlagsPatch, type Scope, Stream, Supervisor } from "effect"
+import { Effect, Fiber, Queue, RuntimeFlags, RuntimeFlagsPatch, type Scope, Stream, Supervisor } from "effect"
 import * as Path from "node:path"
 import { Otid } from "../../src/domain/Ids.js"
 import { makeRunLog, type RunLog } from "../../src/programs/backend/RunLog.js"
@@ -71,10 +71,11 @@ const chunksOnly: Consume = (log, got) => Stream.runForEachChunk(log.follow(0), 
 const sseBody: Consume = (log, got) =>
   Effect.gen(function*() {
     const response = yield* sseResponse(log.follow(0), { heartbeatMs: 3_600_000, closing: Effect.never })
-    const body = response.body as Extract<HttpServerResponse.HttpServerResponse["body"], { readonly _tag: "Stream" }>
-    // Each piece of the body is one write to the socket: count the events in it.
+    // The body is a Node stream the server pipes to the socket; each write to it is one piece.
+    const body = response.body as Extract<HttpServerResponse.HttpServerResponse["body"], { readonly _tag: "Raw" }>
+    const pieces = Stream.fromAsyncIterable(body.body as AsyncIterable<Uint8Array>, (error) => error)
     const decoder = new TextDecoder()
-    yield* Stream.runForEachChunk(body.stream, (pieces) => got(Chunk.reduce(pieces, 0, (n, bytes) => n + (decoder.decode(bytes).match(/^data:/gm)?.length ?? 0))))
+    yield* Stream.runForEach(pieces, (bytes) => got(decoder.decode(bytes).match(/^data:/gm)?.length ?? 0))
   })
 
 const sqlite = <A, E>(effect: Effect.Effect<A, E, Store>) =>
@@ -101,4 +102,23 @@ describe("a follower of a live run", () => {
       const sse = yield* sqlite(stepsPerBatch(sseBody))
       assert.isAtMost(sse, 100, `${sse} steps a batch`)
     }))
+})
+
+describe("a run log closed before its run's end (its job stopped: a cluster's shard moved)", () => {
+  it.scoped("ends its followers with what was published, waiting or joining later; nothing more is read", () =>
+    sqlite(Effect.gen(function*() {
+      const store = yield* Store
+      const conversation = yield* store.createConversation({})
+      const { run } = yield* store.createRun(conversation.id, Otid.make("o-close"), "turn")
+      const log = yield* makeRunLog(store, { conversationId: conversation.id, runId: run.id, lastSeq: 0 })
+      yield* log.emit([{ event: { type: "request_begin", attempt: 0 }, record: "item" }])
+      const waiting = yield* Effect.fork(Stream.runCollect(log.follow(0)))
+      yield* log.emit([{ event: { type: "text_delta", content: "a" } }, { event: { type: "text_delta", content: "b" } }])
+      yield* log.close
+      const seqs = (chunks: Iterable<{ readonly seq: number }>) => Array.from(chunks, (c) => c.seq)
+      // Without the close the waiting follower never ends: Fiber.join would hang the test.
+      assert.deepStrictEqual(seqs(yield* Fiber.join(waiting)), [1, 2, 3])
+      assert.deepStrictEqual(seqs(yield* Stream.runCollect(log.follow(1))), [2, 3])
+      assert.deepStrictEqual(seqs(yield* Stream.runCollect(log.follow(3))), [])
+    })))
 })

@@ -74,7 +74,8 @@ export const makeAdmissions = Effect.fn("Admission.make")(function*(options: {
       const fiber = yield* Deferred.await(go).pipe(
         Effect.zipRight(body(log, { cancelRequested, skip }, onStopped)),
         Effect.catchAllCause((cause) => Effect.logError(`${kind} ${runId} failed`, cause)),
-        Effect.ensuring(Effect.zipRight(onStopped, Scope.close(hold, Exit.void))),
+        // Removed first: a follower its close ends goes on from the Store or the next job, never this one.
+        Effect.ensuring(Effect.zipRight(Effect.zipRight(onStopped, made.close), Scope.close(hold, Exit.void))),
         Effect.forkIn(scope)
       )
       yield* jobs.add({ conversationId: id, runId, kind, log, fiber, cancelRequested, skip, calls })
@@ -208,8 +209,8 @@ export const makeAdmissions = Effect.fn("Admission.make")(function*(options: {
     if (Option.isSome(job)) {
       let last = after
       let ended = false
+      // The log's close ends it when the job stops, short of the stop_reason or not.
       const live = job.value.log.follow(after).pipe(
-        Stream.interruptWhen(Fiber.await(job.value.fiber)),
         Stream.mapChunks((batch) => {
           const end = EChunk.last(batch)
           if (Option.isSome(end)) {

@@ -27,6 +27,12 @@ export interface RunLog {
    * request_end's, at the latest its stop's): recorded in that transaction, not in one of its own.
    */
   readonly holdUsage: (record: UsageRecord) => void
+  /**
+   * Its job has stopped: nothing more will be published. A follower ends once it has what was
+   * published, with or without the stop_reason (a job that stops before its run does — a cluster's
+   * shard moved — leaves the rest of the run to whoever adopts it).
+   */
+  readonly close: Effect.Effect<void>
 }
 
 /** One streamed item; `record` also keeps it in the conversation's history ("trace" = trace only). */
@@ -86,7 +92,8 @@ export const makeRunLog = Effect.fn("RunLog.make")(function*(
   run: { readonly conversationId: ConversationId; readonly runId: RunId; readonly lastSeq: number }
 ) {
   const { conversationId, runId } = run
-  const pubsub = yield* PubSub.sliding<Chunk>(LIVE_CAPACITY)
+  // `null` after the last chunk: the log was closed.
+  const pubsub = yield* PubSub.sliding<Chunk | null>(LIVE_CAPACITY)
   const seqRef = yield* Ref.make(run.lastSeq)
   // The last chunks published, oldest first, and the seq of the last one: a follower that joins a
   // moment after they went out (the sender itself, once its run has begun) takes them from here
@@ -94,6 +101,7 @@ export const makeRunLog = Effect.fn("RunLog.make")(function*(
   const recent: Array<Chunk> = []
   let published = run.lastSeq
   let stopped = false
+  let closed = false
   const remember = (chunks: ReadonlyArray<Chunk>) => {
     for (const chunk of chunks) {
       recent.push(chunk)
@@ -160,17 +168,23 @@ export const makeRunLog = Effect.fn("RunLog.make")(function*(
     pulling(Effect.gen(function*() {
       const scope = yield* Effect.scope
       const live = yield* PubSub.subscribe(pubsub)
-      // The last seq this follower has passed on; whether it has passed the stop_reason.
+      // The last seq this follower has passed on; whether it has passed the stop_reason; whether the
+      // log was closed (then it ends with what was published, after any Store read in progress).
       let last = after
       let done = false
+      let shut = closed
       let gap = false
       // A read of the Store in progress, in a scope of its own, and where the follower goes after it.
       let reading: OpenPull<Chunk, NotFound | StoreError> | undefined
       let afterReading: "live" | "check" | "end" = "live"
       // What of a batch continues the seq, up to the stop_reason or a gap.
-      const pass = (batch: Iterable<Chunk>): EChunk.Chunk<Chunk> => {
+      const pass = (batch: Iterable<Chunk | null>): EChunk.Chunk<Chunk> => {
         const out: Array<Chunk> = []
         for (const chunk of batch) {
+          if (chunk === null) {
+            shut = true
+            break
+          }
           if (chunk.seq <= last) continue
           if (chunk.seq !== last + 1) {
             gap = true
@@ -208,6 +222,7 @@ export const makeRunLog = Effect.fn("RunLog.make")(function*(
             }
           })
         }
+        if (shut) return Effect.succeed(undefined)
         return Effect.flatMap(takeBatch(live), (batch) => {
           const passed = pass(batch)
           if (gap) {
@@ -240,7 +255,11 @@ export const makeRunLog = Effect.fn("RunLog.make")(function*(
     }))
 
   const holdUsage = (record: UsageRecord) => void held.push(record)
-  const log: RunLog = { runId, conversationId, emit, follow, holdUsage }
+  const close = Effect.suspend(() => {
+    closed = true
+    return PubSub.publish(pubsub, null)
+  })
+  const log: RunLog = { runId, conversationId, emit, follow, holdUsage, close }
   return log
 })
 

@@ -4,7 +4,7 @@ import type { Run } from "../../domain/Run.js"
 import type { Store } from "../../services/Store.js"
 
 export interface StaleRunSweep {
-  readonly store: Store["Type"]
+  readonly store: Pick<Store["Type"], "runningRuns">
   /** The conversation's shard is this runner's now: its runs are this runner's to drive. */
   readonly holds: (id: ConversationId) => boolean
   /** A job of the run is live in this process. */

@@ -62,6 +62,7 @@ export const ConversationEntity = Entity.make("Conversation", [
   Rpc.make("SkipReconnectWait", { error: BackendError }).annotate(ClusterSchema.Persisted, false),
   // A Drive's work for a run whose Drive the cluster read but never delivered (see StaleRuns): sent
   // straight to the owner, never stored, since the Drive it stands in for is stored already.
+  // It runs at the conversation's thinking level: a send's own is in that Drive.
   Rpc.make("Resume", { payload: { runId: RunId }, error: BackendError }).annotate(ClusterSchema.Persisted, false)
 ]).annotateRpcs(ClusterSchema.Persisted, true)
 

@@ -1,6 +1,7 @@
 import type { AlreadyProcessingMessage, MailboxFull, PersistenceError } from "@effect/cluster/ClusterError"
-import type { Sharding } from "@effect/cluster/Sharding"
-import { Effect, ExecutionStrategy, Layer, Scope } from "effect"
+import * as EntityId from "@effect/cluster/EntityId"
+import { Sharding } from "@effect/cluster/Sharding"
+import { type Duration, Effect, ExecutionStrategy, Layer, Scope } from "effect"
 import type { ConversationId, RunId } from "../../domain/Ids.js"
 import { type BackendError, StoreError } from "../../domain/Errors.js"
 import { type Budgets, turnBudgets } from "../../domain/Recovery.js"
@@ -8,16 +9,22 @@ import { Backend } from "../../services/Backend.js"
 import type { Provider } from "../../services/Provider.js"
 import { realClock } from "../../services/RealClock.js"
 import { RunTail } from "../../services/RunTail.js"
-import type { Store } from "../../services/Store.js"
+import { Store as Store } from "../../services/Store.js"
 import { makeActorRegistry } from "./ActorRegistry.js"
 import { backendOver, programs } from "./BackendLocal.js"
 import { Command, makeConversationActors, type Reply } from "./ConversationActor.js"
 import { ConversationEntity, layerHandlers } from "./ConversationEntity.js"
+import { sweepStaleRuns } from "./StaleRuns.js"
 
 export interface ClusterBackendOptions {
   /** This runner's address (`host:port`), recorded as the owner of every run it starts or resumes. */
   readonly runner: string
   readonly budgets?: Budgets
+  /**
+   * How often this runner looks for runs of its conversations that nobody drives (a Drive the
+   * cluster read but did not deliver) and resumes them; none, no sweep. Kept by the backend's clock.
+   */
+  readonly sweepEvery?: Duration.DurationInput
 }
 
 type Undelivered = MailboxFull | AlreadyProcessingMessage | PersistenceError
@@ -58,6 +65,22 @@ export const makeBackendCluster = Effect.fn("BackendCluster.make")(
     // The entity's machinery (its mailboxes, its idle reaper) keeps the wall clock; its jobs keep `clock`.
     yield* Layer.buildWithScope(layerHandlers(actors, registry, clock), scope).pipe(Effect.withClock(realClock))
     const client = yield* ConversationEntity.client
+    if (options.sweepEvery !== undefined) {
+      const sharding = yield* Sharding
+      const store = yield* Store
+      yield* sweepStaleRuns({
+        store,
+        holds: (id) => {
+          const entityId = EntityId.make(id)
+          return sharding.hasShardId(sharding.getShardId(entityId, ConversationEntity.getShardGroup(entityId)))
+        },
+        hasJob: actors.hasJob,
+        resume: (run) =>
+          delivered(client(run.conversationId).Resume({ runId: run.id }, { discard: true })).pipe(
+            Effect.catchAll((e) => Effect.logWarning(`could not resume run ${run.id}`, e))
+          )
+      }, options.sweepEvery)
+    }
     const ask = <C extends Command>(id: ConversationId, command: C): Effect.Effect<Reply<C>, BackendError> => {
       const conversation = client(id)
       const sent: Effect.Effect<RunId | void, BackendError | Undelivered> = Command.$match(command as Command, {

@@ -186,7 +186,10 @@ export const makeConversationActors = Effect.fn("ConversationActor.make")(functi
     return self
   })
 
-  return { actor, follow: admissions.follow, isBusy: admissions.isBusy, awaitRun: admissions.awaitRun } as const
+  /** A job of the run is live in this process. */
+  const hasJob = (runId: RunId) => Effect.map(admissions.jobs.byRun(runId), Option.isSome)
+
+  return { actor, follow: admissions.follow, isBusy: admissions.isBusy, awaitRun: admissions.awaitRun, hasJob } as const
 })
 
 export type ConversationActors = Effect.Effect.Success<ReturnType<typeof makeConversationActors>>

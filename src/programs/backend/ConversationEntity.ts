@@ -59,7 +59,11 @@ export const ConversationEntity = Entity.make("Conversation", [
   }),
   Rpc.make("Steer", { payload: { text: Schema.String, otid: Otid }, primaryKey: ({ otid }) => otid, error: BackendError }),
   // Only meaningful to a live wait: never stored, never delivered twice.
-  Rpc.make("SkipReconnectWait", { error: BackendError }).annotate(ClusterSchema.Persisted, false)
+  Rpc.make("SkipReconnectWait", { error: BackendError }).annotate(ClusterSchema.Persisted, false),
+  // A Drive's work for a run whose Drive the cluster read but never delivered (see StaleRuns): sent
+  // straight to the owner, never stored, since the Drive it stands in for is stored already.
+  // It runs at the conversation's thinking level: a send's own is in that Drive.
+  Rpc.make("Resume", { payload: { runId: RunId }, error: BackendError }).annotate(ClusterSchema.Persisted, false)
 ]).annotateRpcs(ClusterSchema.Persisted, true)
 
 /**
@@ -101,6 +105,7 @@ export const layerHandlers = (actors: ConversationActors, registry: ActorRegistr
       return ConversationEntity.of({
         Send: ({ payload }) => Effect.tap(ask(Command.Send({ input: payload.input })), (runId) => drive(runId, payload.input.thinking)),
         Drive: ({ payload }) => driveRun(actors, ask, payload.runId, payload.thinking).pipe(Effect.withClock(clock)),
+        Resume: ({ payload }) => driveRun(actors, ask, payload.runId, undefined).pipe(Effect.withClock(clock)),
         Compact: ({ payload }) => Effect.tap(ask(Command.Compact({ reason: payload.reason })), (runId) => drive(runId)),
         Cancel: ({ payload }) => ask(Command.Cancel({ carryOver: payload.carryOver })),
         SubmitResult: ({ payload }) => ask(Command.SubmitResult({ result: payload.result, decision: payload.decision })),

@@ -106,7 +106,8 @@ export const layerRunner = (options: RunnerOptions): Layer.Layer<Backend | Runne
     // A listen failure, a bad config or an unreachable database is the runner's start failing: logged with its cause.
     Layer.orDie
   )
-  return Layer.merge(layerCluster({ runner: address }), status).pipe(
+  // A run whose Drive the cluster read but skipped is resumed within two lock expiries, not ten minutes.
+  return Layer.merge(layerCluster({ runner: address, sweepEvery: config.shardLockExpiration }), status).pipe(
     Layer.provide(Layer.merge(cluster, PgTail.layer)),
     Layer.provide(layerWithClient({ url: options.url }))
   )

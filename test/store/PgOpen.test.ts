@@ -28,6 +28,29 @@ const freePort = Effect.promise(() =>
     })
   }))
 
+describe("StorePg start-up", () => {
+  // The pool waits up to a minute for a free connection (a burst of sends waits, not fails); a
+  // server that takes the connection and never answers is still told at start-up, within 10 s.
+  it.live("a server that accepts and never answers: a StoreError within the start-up bound, not the pool wait", () =>
+    Effect.gen(function*() {
+      const sockets: Array<Net.Socket> = []
+      const silent = yield* Effect.acquireRelease(
+        Effect.async<Net.Server>((resume) => {
+          const server = Net.createServer((socket) => void sockets.push(socket)).listen(0, "127.0.0.1", () => resume(Effect.succeed(server)))
+        }),
+        (server) => Effect.sync(() => {
+          for (const socket of sockets) socket.destroy()
+          server.close()
+        })
+      )
+      const { port } = silent.address() as Net.AddressInfo
+      const error = yield* Effect.flip(open(`postgres://baton:hunter22@127.0.0.1:${port}/baton`))
+      assert.instanceOf(error, StoreError)
+      assert.match(error.message, /check that it runs/)
+      assert.notInclude(JSON.stringify(error), "hunter22")
+    }).pipe(Effect.scoped), 40_000)
+})
+
 describe("StorePg URLs", () => {
   it("a password is never shown: the URL's, a query parameter's, or anything that does not parse", () => {
     assert.strictEqual(redactUrl("postgres://baton:s3cret@db.example:5433/baton"), "postgres://baton:***@db.example:5433/baton")

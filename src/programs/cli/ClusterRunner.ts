@@ -51,7 +51,10 @@ const shardingConfig = (options: RunnerOptions) => {
     runnerAddress: Option.some(RunnerAddress.make(options.host, options.port)),
     shardsPerGroup: SHARDS,
     shardLockExpiration: Duration.millis(expiry),
-    shardLockRefreshInterval: fraction(4, 250, 10_000),
+    // Also how long a refresh may take: one that takes longer gives up every shard at once (every run
+    // in flight reconnects), so a runner whose event loop is held up by load must not lose its shards
+    // while its lock is still good for half its term. Refreshed at half the term, it still never lapses.
+    shardLockRefreshInterval: fraction(2, 250, 10_000),
     refreshAssignmentsInterval: fraction(10, 100, 3_000),
     entityMessagePollInterval: fraction(5, 200, 10_000),
     runnerHealthCheckInterval: fraction(2, 500, 60_000),

@@ -67,6 +67,10 @@ export const classify = (target: PgTarget, error: unknown): StoreError => {
   if (code === "53100") return fail("io", `The disk of PostgreSQL at ${at} is full (${detail}); free space and retry.`)
   if (code === "53300") return fail("io", `PostgreSQL at ${at} has no connection left (${detail}); raise max_connections or use fewer clients.`)
   if (code.startsWith("23")) return fail("io", `PostgreSQL at ${at} refused a write (${detail}); nothing of it was kept.`)
+  // pg's pool says this when no connection came free (or none could be made) in its whole wait.
+  if (/timeout exceeded when trying to connect/i.test(detail)) {
+    return fail("io", `PostgreSQL at ${at} gave no connection in time (${detail}): the server is overloaded or out of reach, or the pool is too small for the load.`)
+  }
   if (isUnreachable(code, detail)) {
     return fail("io", `PostgreSQL at ${at} is not reachable (${detail}); check that it runs and that the URL's host and port are right.`)
   }

@@ -13,6 +13,9 @@ export interface PgOptions {
   readonly maxConnections?: number
 }
 
+const POOL_WAIT = "60 seconds"
+const START_BOUND = "10 seconds"
+
 /** PostgreSQL 14 is the oldest the schema and the docs were checked against. */
 export const MIN_SERVER_VERSION = 140000
 
@@ -31,10 +34,18 @@ export const openDatabase = (options: PgOptions): Effect.Effect<{ readonly sql: 
     const url = Redacted.isRedacted(options.url) ? Redacted.value(options.url) : options.url
     const target = targetOf(url)
     const run = guard(target)
+    // One connection first, bounded by START_BOUND: the pool's own check waits as long as its
+    // connections may (POOL_WAIT), and cannot be cut short.
+    yield* Effect.scoped(PgClient.make({ url: Redacted.make(url), applicationName: "baton", connectTimeout: START_BOUND, maxConnections: 1 })).pipe(
+      Effect.provide(Reactivity.layer),
+      run
+    )
     const sql = yield* PgClient.make({
       url: Redacted.make(url),
       applicationName: "baton",
-      connectTimeout: "10 seconds",
+      // Also how long a query waits for a free connection of the pool: a burst of sends (a thousand
+      // conversations at once) waits for one rather than fail.
+      connectTimeout: POOL_WAIT,
       // A connection costs a SCRAM handshake (pbkdf2): a busy server keeps its pool rather than
       // close what sat idle between bursts and open it again for the next one.
       idleTimeout: "5 minutes",

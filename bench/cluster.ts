@@ -48,13 +48,17 @@ interface Load {
   readonly cpus?: number
 }
 
+// Below Linux's ephemeral range (32768–60999): a port there can be held by any outgoing connection
+// (one to PostgreSQL, say) at the moment a runner binds it.
+const RUNNER_PORT = 24_400
+
 const runner = (url: string, baseUrl: string, i: number, cpus?: number) =>
   Effect.gen(function*() {
     const group = cpus === undefined ? undefined : yield* Cgroup.quota(`runner-${i}`, cpus)
     return yield* Effect.acquireRelease(
       Effect.promise(async () => {
         const home = tempDir(`runner-${i}`)
-        const running = spawnMeasured([...serveFlags, bin, "serve", "--port", "0", "--home", home, "--database", url, "--cluster", "--runner-port", String(35_400 + i)], {
+        const running = spawnMeasured([...serveFlags, bin, "serve", "--port", "0", "--home", home, "--database", url, "--cluster", "--runner-port", String(RUNNER_PORT + i)], {
           env: { BATON_PROVIDER: "openai-chat", BATON_MODEL: "bench", BATON_BASE_URL: baseUrl }
         })
         // In its group before it has loaded its modules: start-up is under the quota too.

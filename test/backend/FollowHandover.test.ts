@@ -25,6 +25,20 @@ const sentAndFollowed = Effect.gen(function*() {
 })
 
 /**
+ * Sent and followed, the first attempt's partial answer streamed, then what a lost shard does: the
+ * Drive waiting out the run is interrupted, and the job with it; the run is left to its next owner.
+ */
+const partialThenShardLost = Effect.gen(function*() {
+  const sent = yield* sentAndFollowed
+  yield* eventually(
+    Effect.map(collect(sent.store.readChunks(sent.runId, 0)), (chunks) => chunks.some((c) => c.type === "text_delta")),
+    "the first attempt streamed its partial answer"
+  )
+  yield* Effect.timeoutOption(sent.actors.awaitRun(sent.runId), "100 millis")
+  return sent
+})
+
+/**
  * A run's job can stop before its run does: in a cluster, a runner that refreshed its shard locks
  * late loses the conversation's shard (its Drive is interrupted, the job with it) and the shard's
  * next owner — often the same runner — adopts the run. A client following the stopped job's live
@@ -33,14 +47,7 @@ const sentAndFollowed = Effect.gen(function*() {
 describe("following a run whose job stops before the run does", () => {
   it.live("the follower goes on from the seq it reached and ends with the adopted run, each seq once", () =>
     Effect.gen(function*() {
-      const { actors, conversation, follower, registry, runId, store } = yield* sentAndFollowed
-      yield* eventually(
-        Effect.map(collect(store.readChunks(runId, 0)), (chunks) => chunks.some((c) => c.type === "text_delta")),
-        "the first attempt streamed its partial answer"
-      )
-
-      // What a lost shard does: the Drive waiting out the run is interrupted, and the job with it.
-      yield* Effect.timeoutOption(actors.awaitRun(runId), "100 millis")
+      const { conversation, follower, registry, runId, store } = yield* partialThenShardLost
       assert.strictEqual((yield* store.getRun(runId)).status, "running", "the run is left to its next owner")
 
       yield* registry.ask(conversation.id, Command.Adopt({ runId, thinking: undefined }))
@@ -154,13 +161,7 @@ const layerOutOfReach = (times: number) =>
 describe("a Drive meeting a database out of reach", () => {
   it.live("waits it out and adopts the run, instead of answering with the failure and leaving the run running", () =>
     Effect.gen(function*() {
-      const { actors, conversation, follower, registry, runId, store } = yield* sentAndFollowed
-      yield* eventually(
-        Effect.map(collect(store.readChunks(runId, 0)), (chunks) => chunks.some((c) => c.type === "text_delta")),
-        "the first attempt streamed its partial answer"
-      )
-      // The shard is lost: the job stops, the run is left to the Drive delivered again.
-      yield* Effect.timeoutOption(actors.awaitRun(runId), "100 millis")
+      const { actors, conversation, follower, registry, runId, store } = yield* partialThenShardLost
       const driven = yield* Effect.exit(driveRun(actors, (command) => registry.ask(conversation.id, command), runId, undefined)).pipe(Effect.timeoutFail({
         duration: "10 seconds",
         onTimeout: () => new Error("the Drive never answered")

@@ -11,6 +11,7 @@ import { openDatabase } from "../../src/services/store/sqlite/Open.js"
 import { makeSqliteStore } from "../../src/services/store/sqlite/SqliteStore.js"
 import type { Store } from "../../src/services/Store.js"
 import { freshSchema, TEST_DATABASE_URL } from "../support/pgDatabase.js"
+import { conversationsWithRuns } from "../support/runningRuns.js"
 import { tempDir } from "../support/tempDir.js"
 
 /**
@@ -43,15 +44,6 @@ const counting = <S extends SqlClient>(sql: S) => {
 }
 
 const delta = (runId: RunId, seq: number, content: string): RunChunk => ({ type: "text_delta", content, run_id: runId, seq })
-
-/** `n` conversations, each with a running run. */
-const withRuns = (store: Store["Type"], n: number) =>
-  Effect.forEach(Array.from({ length: n }), (_, i) =>
-    Effect.gen(function*() {
-      const conversation = yield* store.createConversation({})
-      const { run } = yield* store.createRun(conversation.id, Otid.make(`o${i}`), "turn")
-      return { conversation: conversation.id, run: run.id }
-    }))
 
 interface Opened {
   readonly store: Store["Type"]
@@ -87,7 +79,7 @@ describe.each(engines)("group commit on %s", (name, open) => {
   it.scoped("commits arriving together share a transaction; each keeps its own outcome", () =>
     Effect.gen(function*() {
       const { counter, store } = yield* open
-      const runs = yield* withRuns(store, 20)
+      const runs = yield* conversationsWithRuns(store, 20)
       const before = counter.top
 
       const streamed = runs.map(({ conversation, run }) => store.commit({ conversationId: conversation, chunks: [delta(run, 1, "a"), delta(run, 2, "b")] }))
@@ -118,7 +110,7 @@ describe.each(engines)("group commit on %s", (name, open) => {
   it.scoped("an idle writer woken by one commit takes the others queued with it into the same group", () =>
     Effect.gen(function*() {
       const { counter, store } = yield* open
-      const runs = yield* withRuns(store, 10)
+      const runs = yield* conversationsWithRuns(store, 10)
       const before = counter.top
       yield* Effect.all(runs.map(({ conversation, run }) => store.commit({ conversationId: conversation, chunks: [delta(run, 1, "a")] })), {
         concurrency: "unbounded"
@@ -142,7 +134,7 @@ describe.each(engines)("group commit on %s", (name, open) => {
   it.scoped("a streamed commit the database refuses fails alone; the others of its group are kept", () =>
     Effect.gen(function*() {
       const { counter, raw, store } = yield* open
-      const runs = yield* withRuns(store, 5)
+      const runs = yield* conversationsWithRuns(store, 5)
       // Another writer left a chunk the run's row does not count (a stale owner, say): the insert
       // of seq 1 for that run is refused by the database itself, not by the check.
       yield* Effect.orDie(raw`INSERT INTO chunks (run_id, seq, body) VALUES (${runs[2]!.run}, 1, ${JSON.stringify(delta(runs[2]!.run, 1, "z"))})`)
@@ -165,7 +157,7 @@ describe.each(engines)("group commit on %s", (name, open) => {
     Effect.gen(function*() {
       const scope = yield* Scope.make()
       const { store } = yield* Scope.extend(open, scope)
-      const runs = yield* withRuns(store, 3)
+      const runs = yield* conversationsWithRuns(store, 3)
       const commits = yield* Effect.forEach(runs, ({ conversation, run }) =>
         Effect.fork(store.commit({ conversationId: conversation, chunks: [delta(run, 1, "a")] })))
       // The commits reach the idle writer, which has not yet run with them, when the scope closes.

@@ -8,10 +8,10 @@ import { Provider } from "../../src/services/Provider.js"
 import { layer as layerPg } from "../../src/services/store/Pg.js"
 import { openDatabase } from "../../src/services/store/pg/Open.js"
 import { makePgStore } from "../../src/services/store/pg/PgStore.js"
-import { Store } from "../../src/services/Store.js"
 import * as MockModelServer from "../support/MockModelServer.js"
 import { freshSchema, onPostgres } from "../support/pgDatabase.js"
 import { countRoundTrips } from "../support/pgRoundTrips.js"
+import { conversationsWithRuns } from "../support/runningRuns.js"
 import { liveProvider, settings } from "../support/ProviderHarness.js"
 
 /**
@@ -35,14 +35,6 @@ const openBoth = Effect.gen(function*() {
 }).pipe(Effect.withClock(Clock.make()))
 
 const openStore = Effect.map(openBoth, ({ store }) => store)
-
-const conversationsWithRuns = (store: Store["Type"], n: number) =>
-  Effect.forEach(Array.from({ length: n }), (_, i) =>
-    Effect.gen(function*() {
-      const conversation = yield* store.createConversation({})
-      const { run } = yield* store.createRun(conversation.id, Otid.make(`o${i}`), "turn")
-      return { conversation: conversation.id, run: run.id }
-    }))
 
 const show = (kinds: ReadonlyMap<string, number>) => JSON.stringify(Object.fromEntries(kinds))
 
